@@ -1,0 +1,41 @@
+# One-command install and test for allennlp-tune. See README.md.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+# pip reads requirements/lock.txt as the whole truth (--no-deps): allennlp 2.10.1's own pins
+# (torch<1.13, transformers<4.21, spacy<3.4) are stale and unsatisfiable on Python 3.11.
+PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --no-deps
+
+.PHONY: install test lint format fixtures check-lock clean-venv
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements/lock.txt setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) -q -r requirements/lock.txt
+	$(PIP_INSTALL) -q --no-build-isolation -e .
+	$(BIN)/python scripts/check_lock.py requirements/lock.txt
+	touch $@
+
+check-lock: install
+	$(BIN)/python scripts/check_lock.py requirements/lock.txt
+
+fixtures: install
+	$(BIN)/python scripts/make_fixtures.py
+
+# Lint, then the whole suite. Tests that need ../shared/data or the MiniLM package skip
+# themselves when those are absent and say so.
+test: install
+	$(BIN)/ruff check allennlp_tune tests scripts bench
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+lint: install
+	$(BIN)/ruff check allennlp_tune tests scripts bench
+	$(BIN)/ruff format --check allennlp_tune tests scripts bench
+
+format: install
+	$(BIN)/ruff format allennlp_tune tests scripts bench
+	$(BIN)/ruff check --fix allennlp_tune tests scripts bench
+
+clean-venv:
+	rm -rf $(VENV)

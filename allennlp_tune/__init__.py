@@ -1,0 +1,12 @@
+# ruff: noqa: I001
+"""allennlp-tune: freeze or fine-tune a pretrained encoder with one config switch.
+
+Importing this package (``--include-package allennlp_tune`` or the ``.allennlp_plugins`` file)
+applies the compatibility fixes for the modern stack and registers every component.
+"""
+
+# The compatibility fixes come first: they replace registrations that components rely on.
+from allennlp_tune import compat  # noqa: F401
+from allennlp_tune import data  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+from allennlp_tune.data import dataset_readers, tokenizers  # noqa: F401

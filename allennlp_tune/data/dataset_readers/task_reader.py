@@ -1,0 +1,272 @@
+"""Shared machinery of the task readers: careful line reading and pair/single instance building.
+
+Not registered itself. Every task reader reads its files through `TaskReader._lines`, which
+turns every problem a user can cause into a `ConfigurationError` naming the file, the line and
+what was expected (or, with `skip_invalid: true`, logs each skipped row and the total), and
+builds instances through `TaskReader.sentence_instance` or `PairTaskReader.pair_instance`.
+"""
+
+import logging
+import os
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.file_utils import cached_path
+from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
+from allennlp.data.fields import Field, LabelField, TensorField, TextField
+from allennlp.data.instance import Instance
+from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
+from allennlp.data.tokenizers import PretrainedTransformerTokenizer, Token, Tokenizer
+
+from allennlp_tune.data.tokenizers.spacy_rules import SpacyRulesTokenizer
+
+logger = logging.getLogger(__name__)
+
+PAIR_ENCODINGS = ("joint", "separate")
+
+
+class InvalidRow(Exception):
+    """Raised inside a reader's row parser; `TaskReader` adds the file and line."""
+
+
+class TaskReader(DatasetReader):
+    """
+    Base class of the task readers (not registered).
+
+    # Parameters
+
+    tokenizer : `Tokenizer`, optional (default = `{"type": "spacy_rules"}`)
+        Splits raw text. `spacy_rules` is spaCy's rule-based English tokenizer, which needs no
+        downloaded model. Use `pretrained_transformer` with the same `model_name` as the
+        indexer for BERT-family encoders.
+    token_indexers : `Dict[str, TokenIndexer]`, optional (default = `{"tokens": single_id}`)
+    skip_invalid : `bool`, optional (default = `False`)
+        By default a malformed row stops reading with a `ConfigurationError` naming the file and
+        line. With `true`, each such row is logged as a warning and skipped, and the total is
+        logged at the end of the file.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Optional[Tokenizer] = None,
+        token_indexers: Optional[Dict[str, TokenIndexer]] = None,
+        skip_invalid: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs
+        )
+        self._tokenizer = tokenizer or SpacyRulesTokenizer()
+        self._token_indexers = token_indexers or {"tokens": SingleIdTokenIndexer()}
+        self._skip_invalid = skip_invalid
+
+    # ----------------------------------------------------------------------------------------
+    # Reading files
+    # ----------------------------------------------------------------------------------------
+    def _lines(self, file_path: PathOrStr, encoding: str = "utf-8") -> Iterator[Tuple[int, str]]:
+        """
+        Yields `(line_number, line)` with the line ending (LF or CRLF) removed, numbering from 1.
+        A missing or empty file, and bytes that do not decode, raise `ConfigurationError`.
+        """
+        path = self._resolve(file_path)
+        with open(path, "rb") as data_file:
+            empty = True
+            for line_number, raw in enumerate(data_file, start=1):
+                empty = False
+                try:
+                    line = raw.decode(encoding)
+                except UnicodeDecodeError as error:
+                    raise ConfigurationError(
+                        f"{path}, line {line_number}: bytes that are not valid {encoding} "
+                        f"({error.reason} at byte {error.start} of the line). Expected a "
+                        f"{encoding} text file: re-encode it (e.g. `iconv -t utf-8`)."
+                    ) from None
+                if line_number == 1 and line.startswith("\ufeff"):
+                    line = line[1:]
+                yield line_number, line.rstrip("\r\n")
+            if empty:
+                raise ConfigurationError(
+                    f"{path} is empty. Expected a {type(self).__name__} data file; check the "
+                    "path in the config (train_data_path / validation_data_path)."
+                )
+
+    @staticmethod
+    def _resolve(file_path: PathOrStr) -> str:
+        try:
+            path = cached_path(file_path)
+        except FileNotFoundError:
+            path = str(file_path)
+        if not os.path.isfile(path):
+            raise ConfigurationError(
+                f"Data file {file_path} does not exist. Check the path in the config "
+                "(train_data_path / validation_data_path), or set TUNE_DATA_DIR to the folder "
+                "that holds the task directories (see README)."
+            )
+        return path
+
+    def _rows(
+        self, file_path: PathOrStr, rows: Iterable[Tuple[int, object]]
+    ) -> Iterator[Tuple[int, object]]:
+        """Passes rows through, counting the ones a parser marked invalid (see `_invalid`)."""
+        skipped = 0
+        for line_number, row in rows:
+            if isinstance(row, InvalidRow):
+                message = f"{file_path}, line {line_number}: {row}"
+                if not self._skip_invalid:
+                    raise ConfigurationError(
+                        message + ". Fix the row, or set `skip_invalid: true` in the "
+                        "dataset_reader config to skip such rows with a warning."
+                    )
+                skipped += 1
+                logger.warning("Skipping invalid row: %s", message)
+                continue
+            yield line_number, row
+        if skipped:
+            logger.warning(
+                "Skipped %d invalid rows in %s (skip_invalid: true).", skipped, file_path
+            )
+
+    def _parse_all(self, file_path: PathOrStr, parse, lines=None) -> Iterator[object]:
+        """
+        Runs `parse(line_number, line)` over the file's lines; `parse` returns a row, `None` for
+        a line to ignore (a header), or raises `InvalidRow`. Yields the valid rows of this worker's
+        shard.
+        """
+
+        def parsed() -> Iterator[Tuple[int, object]]:
+            for line_number, line in lines if lines is not None else self._lines(file_path):
+                try:
+                    row = parse(line_number, line)
+                except InvalidRow as error:
+                    row = error
+                if row is not None:
+                    yield line_number, row
+
+        for _, row in self.shard_iterable(self._rows(file_path, parsed())):
+            yield row
+
+    # ----------------------------------------------------------------------------------------
+    # Field checks shared by the parsers
+    # ----------------------------------------------------------------------------------------
+    @staticmethod
+    def split(line: str, expected: int, names: str, at_least: bool = False) -> List[str]:
+        """Splits a tab-separated line and checks the number of columns."""
+        fields = line.split("\t")
+        if len(fields) < expected or (not at_least and len(fields) != expected):
+            raise InvalidRow(
+                f"found {len(fields)} tab-separated columns, expected "
+                f"{'at least ' if at_least else ''}{expected} ({names})"
+            )
+        return fields
+
+    @staticmethod
+    def text(value: str, column: str) -> str:
+        if not value.strip():
+            raise InvalidRow(f"the {column} is empty")
+        return value
+
+    @staticmethod
+    def label(value: str, allowed: Dict[str, str], column: str = "label") -> str:
+        """Maps a raw label through `allowed` (raw -> label used in the vocabulary)."""
+        key = value.strip()
+        if key not in allowed:
+            choices = ", ".join(repr(choice) for choice in allowed)
+            raise InvalidRow(f"unknown {column} {value!r}, expected one of {choices}")
+        return allowed[key]
+
+    @staticmethod
+    def score(value: str, low: float, high: float, column: str = "score") -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidRow(f"the {column} {value!r} is not a number") from None
+        if not low <= number <= high:
+            raise InvalidRow(f"the {column} {number} is outside the range [{low}, {high}]")
+        return number
+
+    # ----------------------------------------------------------------------------------------
+    # Instances
+    # ----------------------------------------------------------------------------------------
+    def _tokenize(self, text: str) -> List[Token]:
+        return self._tokenizer.tokenize(text)
+
+    def sentence_instance(self, sentence: str, label: Optional[str] = None) -> Instance:
+        fields: Dict[str, Field] = {"tokens": TextField(self._tokenize(sentence))}
+        if label is not None:
+            fields["label"] = LabelField(label)
+        return Instance(fields)
+
+    def apply_token_indexers(self, instance: Instance) -> None:
+        for field in instance.fields.values():
+            if isinstance(field, TextField):
+                field.token_indexers = self._token_indexers
+
+
+class PairTaskReader(TaskReader):
+    """
+    Base class of the sentence-pair readers (not registered).
+
+    # Parameters
+
+    pair_encoding : `str`, optional (default = `"joint"` with a `pretrained_transformer`
+        tokenizer, else `"separate"`)
+        `"joint"`: one `tokens` field holding `[CLS] a [SEP] b [SEP]` (the transformer
+        tokenizer's own pair layout and token type ids), as BERT is used in the paper.
+        `"separate"`: two fields, `premise` and `hypothesis`, each encoded on its own (ESIM, ELMo,
+        and the paper's Table 4 ablation).
+    regression : `bool`
+        Set by the subclass: scores go to a float `TensorField` named `label`, labels to a
+        `LabelField` named `label`.
+    (plus `tokenizer`, `token_indexers`, `skip_invalid` of every task reader)
+    """
+
+    def __init__(self, pair_encoding: Optional[str] = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        is_transformer = isinstance(self._tokenizer, PretrainedTransformerTokenizer)
+        if pair_encoding is None:
+            pair_encoding = "joint" if is_transformer else "separate"
+        if pair_encoding not in PAIR_ENCODINGS:
+            raise ConfigurationError(
+                f"dataset_reader.pair_encoding is {pair_encoding!r}; expected 'joint' or "
+                "'separate'."
+            )
+        if pair_encoding == "joint" and not is_transformer:
+            raise ConfigurationError(
+                "dataset_reader.pair_encoding 'joint' needs a 'pretrained_transformer' tokenizer "
+                "(it builds [CLS] a [SEP] b [SEP]); use pair_encoding 'separate' with word-level "
+                "tokenizers such as ELMo's."
+            )
+        self._pair_encoding = pair_encoding
+
+    def _tokenize(self, text: str) -> List[Token]:
+        tokens = self._tokenizer.tokenize(text)
+        if isinstance(self._tokenizer, PretrainedTransformerTokenizer):
+            # Strip the tokenizer's own specials (if it adds them): the pair layout is ours.
+            if self._tokenizer._add_special_tokens:
+                start = len(self._tokenizer.single_sequence_start_tokens)
+                end = len(self._tokenizer.single_sequence_end_tokens)
+                tokens = tokens[start : len(tokens) - end]
+        return tokens
+
+    def pair_instance(
+        self, premise: str, hypothesis: str, label: Optional[object] = None
+    ) -> Instance:
+        premise_tokens = self._tokenize(premise)
+        hypothesis_tokens = self._tokenize(hypothesis)
+        fields: Dict[str, Field] = {}
+        transformer = isinstance(self._tokenizer, PretrainedTransformerTokenizer)
+        if self._pair_encoding == "joint":
+            joint = self._tokenizer.add_special_tokens(premise_tokens, hypothesis_tokens)
+            fields["tokens"] = TextField(joint)
+        else:
+            if transformer:
+                premise_tokens = self._tokenizer.add_special_tokens(premise_tokens)
+                hypothesis_tokens = self._tokenizer.add_special_tokens(hypothesis_tokens)
+            fields["premise"] = TextField(premise_tokens)
+            fields["hypothesis"] = TextField(hypothesis_tokens)
+        if isinstance(label, float):
+            fields["label"] = TensorField(torch.tensor(label, dtype=torch.float32))
+        elif label is not None:
+            fields["label"] = LabelField(str(label))
+        return Instance(fields)

@@ -1,0 +1,18 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from allennlp_tune.data.paths import data_dir
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    """The real task data (`TUNE_DATA_DIR` or ../shared/data); skips the test when absent."""
+    path = data_dir()
+    if path is None or not path.is_dir():
+        pytest.skip("real data not found: set TUNE_DATA_DIR or place it at ../shared/data")
+    return path
