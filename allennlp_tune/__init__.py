@@ -8,5 +8,8 @@ applies the compatibility fixes for the modern stack and registers every compone
 # The compatibility fixes come first: they replace registrations that components rely on.
 from allennlp_tune import compat  # noqa: F401
 from allennlp_tune import data  # noqa: F401
+from allennlp_tune.data.paths import export_default_data_dir
+
+export_default_data_dir()
 
 __version__ = "0.1.0"

@@ -18,3 +18,13 @@ def data_dir() -> Optional[Path]:
     if configured:
         return Path(configured)
     return DEVELOPMENT_DATA_DIR if DEVELOPMENT_DATA_DIR.is_dir() else None
+
+
+def export_default_data_dir() -> None:
+    """
+    Make `std.extVar("TUNE_DATA_DIR")` work in configs without the user setting it, when the
+    development default `../shared/data` exists. AllenNLP passes environment variables to Jsonnet
+    as ext vars; an explicit `TUNE_DATA_DIR` always wins.
+    """
+    if not os.environ.get("TUNE_DATA_DIR") and DEVELOPMENT_DATA_DIR.is_dir():
+        os.environ["TUNE_DATA_DIR"] = str(DEVELOPMENT_DATA_DIR)

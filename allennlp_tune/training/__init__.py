@@ -1,0 +1,1 @@
+from allennlp_tune.training import callbacks, optimizers  # noqa: F401

@@ -1,0 +1,134 @@
+import logging
+from typing import Any, Dict, Optional
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.training.callbacks import TrainerCallback
+
+from allennlp_tune.training.callbacks.adaptation import AdaptationCallback
+
+logger = logging.getLogger(__name__)
+
+
+@TrainerCallback.register("stack_then_finetune")
+class StackThenFinetune(AdaptationCallback):
+    """
+    Stack-then-finetune ("stack-and-finetune", 2019): phase 1 trains only the task head and the
+    scalar mix on the frozen encoder; phase 2 unfreezes every encoder group and fine-tunes all.
+    Phase 1 lasts `frozen_epochs` epochs, or ends early after an epoch whose gap between the
+    training and validation metric exceeds `max_gap` (the paper's rule: stop stacking while the
+    two are still close, before the head overfits the frozen features).
+
+    Phase 2 may give the encoder its own learning rate (`encoder_lr`, the top group's rate;
+    lower groups keep their ratio to it, as the `discriminative` optimizer set them). The
+    encoder's parameters must be in the optimizer from the start, which the `discriminative`
+    optimizer ensures (use `decay: 1.0` for one rate everywhere). The learning-rate schedule
+    continues across the switch (its base rates are updated, it is not restarted).
+
+    Registered as a `TrainerCallback` with name "stack_then_finetune".
+
+    ```jsonnet
+    "trainer": {
+        "optimizer": {"type": "discriminative", "decay": 1.0,
+                      "optimizer": {"type": "adam", "lr": 1e-3}},
+        "callbacks": [{"type": "stack_then_finetune", "frozen_epochs": 3, "max_gap": 0.05,
+                       "encoder_lr": 2e-5}],
+    }
+    ```
+
+    # Parameters
+
+    frozen_epochs : `int`, optional (default = `1`)
+        The most epochs phase 1 lasts.
+    max_gap : `float`, optional (default = `None`)
+        End phase 1 after an epoch where `training_<metric> - validation_<metric>` exceeds this
+        (in the metric's own units, e.g. 0.05 for 5 points of accuracy; for a metric where lower
+        is better, such as loss, the sign is flipped). `None`: epochs only.
+    metric : `str`, optional (default = `None`)
+        The metric for the gap; `None` uses the trainer's `validation_metric`.
+    encoder_lr : `float`, optional (default = `None`)
+        The top encoder group's learning rate in phase 2.
+    freeze_by : `str`, optional (default = `"auto"`)
+        See `allennlp_tune.training.callbacks.adaptation`.
+    """
+
+    def __init__(
+        self,
+        serialization_dir: str,
+        frozen_epochs: int = 1,
+        max_gap: Optional[float] = None,
+        metric: Optional[str] = None,
+        encoder_lr: Optional[float] = None,
+        freeze_by: str = "auto",
+    ) -> None:
+        super().__init__(serialization_dir, freeze_by=freeze_by)
+        if frozen_epochs < 0:
+            raise ConfigurationError(f"stack_then_finetune frozen_epochs is {frozen_epochs}; >= 0")
+        self._frozen_epochs = frozen_epochs
+        self._max_gap = max_gap
+        self._metric = metric
+        self._encoder_lr = encoder_lr
+        self._switch_epoch: Optional[int] = None  # first epoch of phase 2, once decided
+
+    def groups_for_epoch(self, epoch: int, num_groups: int) -> int:
+        switch = self._switch_epoch if self._switch_epoch is not None else self._frozen_epochs
+        return num_groups if epoch >= switch else 0
+
+    def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary=True, **kwargs):
+        if self._switch_epoch is None and self._max_gap is not None:
+            gap = self._gap(trainer, metrics)
+            metrics["adaptation_train_validation_gap"] = gap
+            if gap is not None and gap > self._max_gap:
+                logger.info("stack_then_finetune: gap %.4f > max_gap %s after epoch %d: phase 2",
+                            gap, self._max_gap, epoch)  # fmt: skip
+                self._switch_epoch = epoch + 1
+        if self._switch_epoch is None and epoch + 1 >= self._frozen_epochs:
+            self._switch_epoch = epoch + 1
+        super().on_epoch(trainer, metrics, epoch, is_primary=is_primary, **kwargs)
+
+    def on_phase_change(self, trainer, epoch: int) -> None:
+        if self._encoder_lr is None:
+            return
+        encoder = [g for g in trainer.optimizer.param_groups
+                   if g.get("layer_group_name", "head").split("/")[0] != "head"]  # fmt: skip
+        if not encoder:
+            raise ConfigurationError(
+                "stack_then_finetune.encoder_lr needs the 'discriminative' optimizer, which puts "
+                "the encoder's layers in their own parameter groups."
+            )
+        scale = self._encoder_lr / max(group["lr"] for group in encoder)
+        scheduler = getattr(trainer, "_learning_rate_scheduler", None)
+        for group in encoder:
+            group["lr"] *= scale
+            for key in ("initial_lr", "initial_learning_rate"):
+                if key in group:
+                    group[key] *= scale
+        if scheduler is not None:
+            groups = trainer.optimizer.param_groups
+            if hasattr(scheduler, "base_values"):
+                scheduler.base_values = [g.get("initial_lr", g["lr"]) for g in groups]
+            torch_scheduler = getattr(scheduler, "lr_scheduler", None)
+            if torch_scheduler is not None and hasattr(torch_scheduler, "base_lrs"):
+                torch_scheduler.base_lrs = [g.get("initial_lr", g["lr"]) for g in groups]
+        self._log(trainer, epoch)
+
+    def _gap(self, trainer, metrics: Dict[str, Any]) -> Optional[float]:
+        name = self._metric
+        if name is None:
+            tracked = getattr(trainer._metric_tracker, "tracked_metrics", None) or [(1, "loss")]
+            sign, name = tracked[0]
+        else:
+            sign = 1
+        train, validation = metrics.get("training_" + name), metrics.get("validation_" + name)
+        if train is None or validation is None:
+            raise ConfigurationError(
+                f"stack_then_finetune.max_gap needs training_{name} and validation_{name} in the "
+                f"epoch metrics; found {sorted(metrics)}. Set stack_then_finetune.metric."
+            )
+        return sign * (train - validation)
+
+    def state_dict(self) -> Dict[str, Any]:
+        return dict(super().state_dict(), switch_epoch=self._switch_epoch)
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        self._switch_epoch = state_dict["switch_epoch"]

@@ -1,0 +1,1 @@
+from allennlp_tune.training.optimizers.discriminative import DiscriminativeOptimizer  # noqa: F401
