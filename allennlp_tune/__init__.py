@@ -8,6 +8,7 @@ applies the compatibility fixes for the modern stack and registers every compone
 # The compatibility fixes come first: they replace registrations that components rely on.
 from allennlp_tune import compat  # noqa: F401
 from allennlp_tune import data  # noqa: F401
+from allennlp_tune import training  # noqa: F401
 from allennlp_tune.data.paths import export_default_data_dir
 
 export_default_data_dir()
