@@ -1,0 +1,32 @@
+import torch
+from allennlp.common import Registrable
+
+
+class PairEncoder(torch.nn.Module, Registrable):
+    """
+    Turns two encoded sentences into one vector for a pair classifier or regressor: the part of
+    a sentence-pair model between the (separately run) encoder and the output layer.
+
+    `forward(premise, premise_mask, hypothesis, hypothesis_mask)` takes two sequences of shape
+    `(batch_size, length, input_dim)` with their masks and returns `(batch_size, output_dim)`.
+
+    The base class is not a component itself; the default implementation is
+    `bi_attention_pair`.
+    """
+
+    default_implementation = "bi_attention_pair"
+
+    def get_input_dim(self) -> int:
+        raise NotImplementedError
+
+    def get_output_dim(self) -> int:
+        raise NotImplementedError
+
+    def forward(  # type: ignore[override]
+        self,
+        premise: torch.Tensor,
+        premise_mask: torch.BoolTensor,
+        hypothesis: torch.Tensor,
+        hypothesis_mask: torch.BoolTensor,
+    ) -> torch.Tensor:
+        raise NotImplementedError

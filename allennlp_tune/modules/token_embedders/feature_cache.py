@@ -1,0 +1,333 @@
+"""
+The on-disk cache of frozen-encoder features used by the `tune_*` token embedders.
+
+Not a registered component: the embedders build one from their `feature_cache` parameter
+(see `FeatureCache.from_config`). What it guarantees:
+
+- **One entry per sequence.** An entry holds the selected layers of one input sequence with
+  its padding stripped, `(num_layers, sequence_length, dim)`, so a sentence hits the same entry
+  whatever batch it is in and however much that batch is padded.
+- **Keyed by content.** `FeatureCache.key` hashes a fingerprint of the encoder (its class, its
+  configuration and the bytes of every weight, see `encoder_fingerprint`), the layer selection,
+  folding length, and the exact input ids of the sequence. Another model, other weights
+  (a fine-tuned archive, a perturbed copy), another layer selection or another text gets
+  another key, so it can never read a stale entry.
+- **float16 on disk**, one file per entry under `<directory>/<key[:2]>/<key>.f16`: an 8-byte
+  magic, a 4-byte header length, a JSON header (format version, key, dtype, shape, byte count,
+  CRC-32 of the payload) and the raw float16 payload.
+- **Atomic writes.** An entry is written to a temporary file in the same folder and moved into
+  place with `os.replace`, so a killed run leaves either the whole entry or none of it
+  (possibly a `.tmp-*.part` file, which is never read). No `fsync`: a power cut can still leave
+  a damaged file, which the next check catches.
+- **Checked reads.** A truncated, corrupted, renamed or otherwise mismatched entry (wrong magic,
+  header, key, shape, size or checksum) is logged as a WARNING naming the file, deleted and
+  recomputed; it is never used.
+- **Bounded RAM.** Entries read or written recently are also kept in an in-memory LRU bounded by
+  `memory_mb`; nothing else is held in memory. The LRU holds them as float32 (the float16
+  values, converted once), so that a cached epoch does no conversion: twice the bytes of the
+  disk entry count against the budget.
+- **Disk is not bounded.** Nothing is evicted from disk (about `2 * layers * tokens * dim`
+  bytes per sentence: 71 MiB for 500 SICK pairs with MiniLM's 7 layers); delete the folder to
+  reclaim it. The default folder inside the serialization directory goes with the run.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+import zlib
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy
+import torch
+from allennlp.common.checks import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+CACHE_FORMAT_VERSION = 1
+MAGIC = b"ATUNEFC1"
+_HEADER_LENGTH = struct.Struct("<I")
+CACHE_DIR_ENV = "TUNE_FEATURE_CACHE_DIR"
+CONFIG_KEYS = ("directory", "memory_mb")
+
+
+def default_cache_directory(serialization_dir: Optional[str] = None) -> Path:
+    """
+    Where a `feature_cache` without `directory` lives: `$TUNE_FEATURE_CACHE_DIR` if set (share
+    one cache between runs of a grid: entries are keyed by content, so sharing is safe), else
+    `<serialization_dir>/feature_cache` when the embedder was built by `allennlp train` (or
+    loaded from an archive that is a run directory), else `$XDG_CACHE_HOME/allennlp_tune/features`
+    (by default `~/.cache/allennlp_tune/features`).
+
+    The serialization directory counts only while it exists: `load_archive` builds the model in
+    a temporary extraction folder and deletes it right after, and the cache must not recreate it.
+    """
+    from_env = os.environ.get(CACHE_DIR_ENV)
+    if from_env:
+        return Path(from_env).expanduser()
+    if serialization_dir and os.path.isdir(serialization_dir):
+        return Path(serialization_dir) / "feature_cache"
+    cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(cache_home).expanduser() / "allennlp_tune" / "features"
+
+
+def encoder_fingerprint(module: torch.nn.Module, identity: str) -> str:
+    """
+    A SHA-256 over `identity` (the encoder's class and configuration) and the name, dtype,
+    shape and bytes of every tensor in `module.state_dict()`. Computed once per frozen phase
+    (it reads every weight once: well under a second for a BERT-base).
+    """
+    digest = hashlib.sha256(identity.encode("utf-8"))
+    for name, tensor in module.state_dict().items():
+        tensor = tensor.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"|{name}|{tensor.dtype}|{tensor.numel()}|".encode())
+        if tensor.numel():
+            digest.update(tensor.view(torch.uint8).numpy().data)
+    return digest.hexdigest()
+
+
+class FeatureCache:
+    """
+    A disk cache of float16 feature tensors with a bounded in-memory LRU in front of it.
+
+    # Parameters
+
+    directory : `Union[str, Path]`, optional (default = `None`)
+        Root folder of the entries; created on the first write. `None`: chosen by
+        `default_cache_directory(serialization_dir)` when the cache is first used.
+    memory_mb : `float`, optional (default = `256`)
+        Budget of the in-memory LRU in MiB (0 disables it: every hit reads the disk).
+    serialization_dir : `str`, optional (default = `None`)
+        The run's serialization directory, for the default location.
+    """
+
+    def __init__(
+        self,
+        directory: Optional[Union[str, Path]] = None,
+        memory_mb: float = 256,
+        serialization_dir: Optional[str] = None,
+    ) -> None:
+        self._directory = Path(directory).expanduser() if directory else None
+        self._serialization_dir = serialization_dir
+        self.memory_bytes = int(memory_mb * 2**20)
+        self._memory: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._memory_used = 0
+        self._write_failed = False
+        self._owner = "feature_cache"
+        self.hits = 0
+        self.misses = 0
+        self.rejected = 0
+        self.writes = 0
+
+    @classmethod
+    def from_config(
+        cls, config: Dict[str, Any], serialization_dir: Optional[str], owner: str
+    ) -> "FeatureCache":
+        """Builds the cache from an embedder's `feature_cache` parameter, checking its keys."""
+        if not isinstance(config, dict):
+            raise ConfigurationError(
+                f"{owner}.feature_cache must be an object such as {{}} or "
+                f'{{"directory": "/path/to/cache", "memory_mb": 256}}, not {config!r}.'
+            )
+        unknown = sorted(set(config) - set(CONFIG_KEYS))
+        if unknown:
+            raise ConfigurationError(
+                f"{owner}.feature_cache has unknown key(s) {unknown}; the allowed keys are "
+                f"{list(CONFIG_KEYS)}."
+            )
+        memory_mb = config.get("memory_mb", 256)
+        if not isinstance(memory_mb, (int, float)) or memory_mb < 0:
+            raise ConfigurationError(
+                f"{owner}.feature_cache.memory_mb is {memory_mb!r}; give a number of MiB >= 0."
+            )
+        directory = config.get("directory")
+        cache = cls(directory or None, memory_mb=memory_mb, serialization_dir=serialization_dir)
+        cache._owner = owner
+        return cache
+
+    @property
+    def directory(self) -> Path:
+        """The root folder, resolved on first use (see `default_cache_directory`)."""
+        if self._directory is None:
+            self._directory = default_cache_directory(self._serialization_dir)
+            logger.info("%s: frozen features are cached in %s", self._owner, self._directory)
+        return self._directory
+
+    @staticmethod
+    def key_prefix(fingerprint: str, selection: str) -> "hashlib._Hash":
+        """The hash state shared by every key of one encoder and layer selection."""
+        return hashlib.sha256(f"v{CACHE_FORMAT_VERSION}|{fingerprint}|{selection}".encode())
+
+    @staticmethod
+    def key(prefix: "hashlib._Hash", *arrays: Optional[numpy.ndarray]) -> str:
+        """The key of one sequence: `prefix` extended with the given id arrays."""
+        digest = prefix.copy()
+        for array in arrays:
+            if array is None:
+                digest.update(b"|-")
+            else:
+                array = numpy.ascontiguousarray(array, dtype=numpy.int64)
+                digest.update(f"|{array.shape}|".encode())
+                digest.update(array.data)
+        return digest.hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.f16"
+
+    def get(self, key: str, shape: Sequence[int]) -> Optional[torch.Tensor]:
+        """
+        The CPU tensor stored under `key` (float32 holding the stored float16 values), or `None`
+        when there is no usable entry. An
+        entry whose shape is not `shape`, or that fails any check, is logged, deleted and
+        reported as missing.
+        """
+        shape = tuple(int(size) for size in shape)
+        tensor = self._memory.get(key)
+        if tensor is not None and tuple(tensor.shape) == shape:
+            self._memory.move_to_end(key)
+            self.hits += 1
+            return tensor
+        path = self.path(key)
+        try:
+            with open(path, "rb") as file:
+                buffer = bytearray(os.fstat(file.fileno()).st_size)
+                read = file.readinto(buffer)
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except OSError as error:
+            logger.warning(
+                "Feature cache entry %s cannot be read (%s); recomputing it.", path, error
+            )
+            self.misses += 1
+            return None
+        tensor, problem = self._decode(buffer[:read], key, shape)
+        if tensor is None:
+            self.rejected += 1
+            self.misses += 1
+            logger.warning(
+                "Feature cache entry %s is unusable (%s); it is ignored, deleted and recomputed.",
+                path,
+                problem,
+            )
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            return None
+        self.hits += 1
+        self._remember(key, tensor)
+        return tensor
+
+    def put(self, key: str, features: Union[torch.Tensor, numpy.ndarray]) -> torch.Tensor:
+        """
+        Stores `features` as float16 under `key` and returns what `get` will return for it: the
+        stored values as a float32 CPU tensor. Callers storing many rows of one batch should
+        convert the batch to a float16 numpy array once and pass its slices (numpy works on one
+        thread: per-row torch conversions each start a parallel region, which costs more).
+        """
+        if isinstance(features, torch.Tensor):
+            features = features.detach().to(device="cpu", dtype=torch.float16).numpy()
+        array = numpy.ascontiguousarray(features, dtype=numpy.float16)
+        payload = array.tobytes()
+        header = json.dumps(
+            {
+                "version": CACHE_FORMAT_VERSION,
+                "key": key,
+                "dtype": "float16",
+                "shape": list(array.shape),
+                "nbytes": len(payload),
+                "crc32": zlib.crc32(payload),
+            }
+        ).encode("utf-8")
+        path = self.path(key)
+        temporary = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+            with os.fdopen(handle, "wb") as file:
+                file.write(MAGIC + _HEADER_LENGTH.pack(len(header)) + header + payload)
+            os.replace(temporary, path)
+            temporary = None
+            self.writes += 1
+        except OSError as error:
+            if not self._write_failed:
+                logger.warning(
+                    "Cannot write feature cache entry %s (%s); features are kept in memory only "
+                    "(set feature_cache.directory to a writable folder).",
+                    path,
+                    error,
+                )
+                self._write_failed = True
+        finally:
+            if temporary is not None:
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+        tensor = torch.from_numpy(array.astype(numpy.float32))
+        self._remember(key, tensor)
+        return tensor
+
+    def stats(self) -> Dict[str, int]:
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "rejected": self.rejected,
+            "writes": self.writes,
+            "memory_entries": len(self._memory),
+            "memory_bytes": self._memory_used,
+        }
+
+    def clear_memory(self) -> None:
+        self._memory.clear()
+        self._memory_used = 0
+
+    def _remember(self, key: str, tensor: torch.Tensor) -> None:
+        size = tensor.numel() * tensor.element_size()
+        if size > self.memory_bytes:
+            return
+        old = self._memory.pop(key, None)
+        if old is not None:
+            self._memory_used -= old.numel() * old.element_size()
+        self._memory[key] = tensor
+        self._memory_used += size
+        while self._memory_used > self.memory_bytes:
+            _, evicted = self._memory.popitem(last=False)
+            self._memory_used -= evicted.numel() * evicted.element_size()
+
+    @staticmethod
+    def _decode(
+        buffer: bytearray, key: str, shape: Tuple[int, ...]
+    ) -> Tuple[Optional[torch.Tensor], str]:
+        fixed = len(MAGIC) + _HEADER_LENGTH.size
+        if len(buffer) < fixed or bytes(buffer[: len(MAGIC)]) != MAGIC:
+            return None, "not a feature cache file or truncated header"
+        (header_length,) = _HEADER_LENGTH.unpack_from(buffer, len(MAGIC))
+        if fixed + header_length > len(buffer):
+            return None, "truncated header"
+        try:
+            header = json.loads(bytes(buffer[fixed : fixed + header_length]).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return None, "unreadable header"
+        if not isinstance(header, dict) or header.get("version") != CACHE_FORMAT_VERSION:
+            return None, "unknown format version"
+        if header.get("key") != key:
+            return None, f"it holds key {header.get('key')!r}"
+        if header.get("dtype") != "float16" or tuple(header.get("shape", ())) != shape:
+            return None, f"shape {header.get('shape')} differs from the expected {list(shape)}"
+        expected_bytes = 2 * int(numpy.prod(shape, dtype=numpy.int64))
+        payload_start = fixed + header_length
+        if header.get("nbytes") != expected_bytes or len(buffer) - payload_start != expected_bytes:
+            return None, (
+                f"truncated or padded payload: {len(buffer) - payload_start} bytes, "
+                f"expected {expected_bytes}"
+            )
+        if zlib.crc32(memoryview(buffer)[payload_start:]) != header.get("crc32"):
+            return None, "checksum mismatch"
+        array = numpy.frombuffer(buffer, dtype=numpy.float16, offset=payload_start)
+        return torch.from_numpy(array.reshape(shape).astype(numpy.float32)), ""

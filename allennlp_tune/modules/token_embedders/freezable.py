@@ -1,0 +1,399 @@
+"""
+What the three `tune_*` token embedders share: the two modes, the layer selection and its
+`ScalarMix`, the encoder's parameter groups with `freeze()` / `unfreeze()`, and the frozen-feature
+cache. Not registered itself; each embedder module reads top to bottom with this one beside it.
+
+The state is one set, `trainable_groups()`:
+
+- empty (`mode: "feature_extraction"`, or after `freeze()`): every encoder weight has
+  `requires_grad=False`, every encoder module stays in eval mode even after `model.train()`
+  (no dropout), the encoder runs under `torch.no_grad()`, and the feature cache (if configured)
+  is used. Only the scalar mix (and the rest of the model) trains.
+- some or all groups (`mode: "fine_tuning"`, or after `unfreeze(k)`): those groups' weights get
+  gradients and their modules follow `model.train()` / `model.eval()`; the groups below stay
+  frozen and in eval mode. The cache is bypassed: the weights are about to change.
+"""
+
+import logging
+from contextlib import nullcontext
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+
+import numpy
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.scalar_mix import ScalarMix
+from allennlp.nn.util import get_mask_from_sequence_lengths
+
+from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache, encoder_fingerprint
+from allennlp_tune.training.layer_groups import register_layer_group_provider
+
+logger = logging.getLogger(__name__)
+
+FEATURE_EXTRACTION = "feature_extraction"
+FINE_TUNING = "fine_tuning"
+MODES = (FEATURE_EXTRACTION, FINE_TUNING)
+SCALAR_MIX_KEYS = ("do_layer_norm", "initial_scalar_parameters", "trainable")
+
+# (group name, [(parameter name, parameter), ...]), bottom to top.
+LayerGroups = List[Tuple[str, List[Tuple[str, torch.nn.Parameter]]]]
+
+
+def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -> str:
+    """Checks `mode` and its combination with `feature_cache`, before any weight is loaded."""
+    if mode not in MODES:
+        raise ConfigurationError(
+            f"{owner}.mode is {mode!r}; expected 'feature_extraction' (frozen encoder, only the "
+            "scalar mix and the task model train) or 'fine_tuning' (the encoder trains too)."
+        )
+    if feature_cache is not None and mode != FEATURE_EXTRACTION:
+        raise ConfigurationError(
+            f"{owner}.feature_cache is set but {owner}.mode is {mode!r}: cached features are "
+            "only valid for a frozen encoder. Remove feature_cache, or use "
+            'mode: "feature_extraction".'
+        )
+    return mode
+
+
+def parse_layers(layers: Union[str, Sequence[int]], num_layers: int, owner: str) -> List[int]:
+    """
+    `"all"` -> every layer `0 .. num_layers - 1` (0 is the embedding / char-CNN layer), `"top"` ->
+    the last one, a list -> those indices (negative ones count from the top), sorted.
+    """
+    valid = (
+        f'expected "all", "top" or a list of layer indices in 0..{num_layers - 1} '
+        f"(0 is the embedding layer, {num_layers - 1} the top layer; negative indices count "
+        "from the top)"
+    )
+    if layers == "all":
+        return list(range(num_layers))
+    if layers == "top":
+        return [num_layers - 1]
+    if isinstance(layers, str) or not isinstance(layers, (list, tuple)) or not layers:
+        raise ConfigurationError(f"{owner}.layers is {layers!r}; {valid}.")
+    indices = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, int):
+            raise ConfigurationError(f"{owner}.layers contains {layer!r}; {valid}.")
+        if not -num_layers <= layer < num_layers:
+            raise ConfigurationError(
+                f"{owner}.layers contains {layer}, but this encoder has {num_layers} layers; "
+                f"{valid}."
+            )
+        indices.append(layer % num_layers)
+    if len(set(indices)) != len(indices):
+        raise ConfigurationError(f"{owner}.layers {list(layers)} names a layer twice; {valid}.")
+    return sorted(indices)
+
+
+def build_scalar_mix(
+    config: Optional[Dict[str, Any]], num_layers: int, owner: str
+) -> Optional[ScalarMix]:
+    """An `allennlp.modules.ScalarMix` over `num_layers` layers, or `None` for a single layer."""
+    config = dict(config or {})
+    unknown = sorted(set(config) - set(SCALAR_MIX_KEYS))
+    if unknown:
+        raise ConfigurationError(
+            f"{owner}.scalar_mix has unknown key(s) {unknown}; the allowed keys are "
+            f"{list(SCALAR_MIX_KEYS)}."
+        )
+    initial = config.get("initial_scalar_parameters")
+    if initial is not None and len(initial) != num_layers:
+        raise ConfigurationError(
+            f"{owner}.scalar_mix.initial_scalar_parameters has {len(initial)} values but "
+            f"{owner}.layers selects {num_layers} layers; give one value per selected layer."
+        )
+    if num_layers == 1:
+        if config:
+            logger.info("%s: one layer selected, so scalar_mix %s is not used.", owner, config)
+        return None
+    return ScalarMix(
+        num_layers,
+        do_layer_norm=bool(config.get("do_layer_norm", False)),
+        initial_scalar_parameters=initial,
+        trainable=bool(config.get("trainable", True)),
+    )
+
+
+def assign_groups(
+    encoder: torch.nn.Module, layer_prefixes: List[List[str]]
+) -> Tuple[Dict[str, Optional[int]], List[List[str]]]:
+    """
+    Splits `encoder` into `len(layer_prefixes) + 1` groups, bottom to top: group `i >= 1` holds
+    the modules named by `layer_prefixes[i - 1]` (and everything below them); group 0 holds
+    every other module registered before the first layer (the embeddings, the char-CNN); other
+    modules registered after the layers (a final layer norm) join the top group. Containers of
+    the layers belong to no group.
+
+    Returns the group of every module name (`None` for containers) and the parameter names of
+    every group, each parameter in exactly one group.
+    """
+    top = len(layer_prefixes)
+
+    def layer_of(name: str) -> Optional[int]:
+        for group, prefixes in enumerate(layer_prefixes, start=1):
+            if any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes):
+                return group
+        return None
+
+    containers = {""}
+    for prefixes in layer_prefixes:
+        for prefix in prefixes:
+            parts = prefix.split(".")
+            containers.update(".".join(parts[:end]) for end in range(1, len(parts)))
+
+    module_groups: Dict[str, Optional[int]] = {}
+    seen_layer = False
+    for name, _ in encoder.named_modules():
+        group = layer_of(name)
+        if group is not None:
+            seen_layer = True
+        elif name not in containers:
+            group = top if seen_layer else 0
+        module_groups[name] = group
+
+    parameter_groups: List[List[str]] = [[] for _ in range(top + 1)]
+    seen_layer = False
+    for name, _ in encoder.named_parameters():
+        group = layer_of(name)
+        if group is not None:
+            seen_layer = True
+        else:
+            group = top if seen_layer else 0
+        parameter_groups[group].append(name)
+    return module_groups, parameter_groups
+
+
+class FreezableEncoderMixin:
+    """
+    Mixed into the `tune_*` embedders (before `torch.nn.Module` in the bases). A subclass calls
+    `_setup_freezable` at the end of its constructor and implements `_encoder_identity()`.
+    """
+
+    _encoder_name: str
+    _group_names: List[str]
+    _group_parameter_names: List[List[str]]
+    _module_groups: Dict[str, Optional[int]]
+    _trainable: Set[int]
+    _feature_cache: Optional[FeatureCache]
+    _fingerprint: Optional[str]
+    _scalar_mix: Optional[ScalarMix]
+    training: bool
+
+    def _setup_freezable(
+        self,
+        *,
+        encoder_name: str,
+        group_names: List[str],
+        layer_prefixes: List[List[str]],
+        mode: str,
+        feature_cache: Optional[Dict[str, Any]],
+        serialization_dir: Optional[str],
+        owner: str,
+    ) -> None:
+        encoder = getattr(self, encoder_name)
+        module_groups, parameter_groups = assign_groups(encoder, layer_prefixes)
+        self._encoder_name = encoder_name
+        self._group_names = list(group_names)
+        self._module_groups = module_groups
+        self._group_parameter_names = [
+            [f"{encoder_name}.{name}" for name in names] for names in parameter_groups
+        ]
+        self._trainable = set(range(len(group_names))) if mode == FINE_TUNING else set()
+        self._fingerprint = None
+        self._feature_cache = None
+        if feature_cache is not None:
+            self._feature_cache = FeatureCache.from_config(feature_cache, serialization_dir, owner)
+        self._apply_trainable()
+        # So that the `discriminative` optimizer finds the groups from the scalar mix's parameters.
+        register_layer_group_provider(self)  # type: ignore[arg-type]
+
+    # ---- the API the training callbacks use -------------------------------------------------
+
+    def layer_groups(self) -> LayerGroups:
+        """
+        The encoder's parameters in named groups, bottom to top (`embeddings` or `char_cnn`
+        first, then one group per layer), each a list of `(name, parameter)` pairs named as in
+        `self.named_parameters()`. Every encoder parameter is in exactly one group; the scalar
+        mix is in none (see `scalar_mix_parameters()`).
+        """
+        parameters = dict(self.named_parameters())  # type: ignore[attr-defined]
+        return [
+            (group_name, [(name, parameters[name]) for name in names])
+            for group_name, names in zip(self._group_names, self._group_parameter_names)
+        ]
+
+    def layer_group_names(self) -> List[str]:
+        """The group names of `layer_groups()`, e.g. `["embeddings", "layer_0", ...]`."""
+        return list(self._group_names)
+
+    def scalar_mix_parameters(self) -> List[Tuple[str, torch.nn.Parameter]]:
+        """The scalar mix's weights and gamma (empty when a single layer is selected)."""
+        return [
+            (name, parameter)
+            for name, parameter in self.named_parameters()  # type: ignore[attr-defined]
+            if name.startswith("_scalar_mix.")
+        ]
+
+    @property
+    def encoder(self) -> torch.nn.Module:
+        """The pretrained encoder whose parameters `layer_groups()` lists."""
+        return getattr(self, self._encoder_name)
+
+    def trainable_groups(self) -> List[int]:
+        """Indices into `layer_groups()` of the groups that currently train."""
+        return sorted(self._trainable)
+
+    @property
+    def is_frozen(self) -> bool:
+        """True when no encoder group trains (feature extraction)."""
+        return not self._trainable
+
+    def freeze(self) -> None:
+        """Freezes the whole encoder: feature extraction (the cache applies again)."""
+        self._set_trainable(set())
+
+    def unfreeze(self, top_k_groups: Optional[int] = None) -> None:
+        """
+        Makes the top `top_k_groups` groups trainable (all of them when `None`); groups below
+        keep their current state. Their modules follow `train()` / `eval()` again, autograd runs
+        through them, and the feature cache is bypassed from now on.
+
+        AllenNLP builds its optimizer from the parameters that require gradients when training
+        starts: to train groups unfrozen later, use allennlp-tune's `discriminative` optimizer,
+        which includes the frozen groups (or start in `fine_tuning` and freeze by masking).
+        """
+        num_groups = len(self._group_names)
+        if top_k_groups is None:
+            top_k_groups = num_groups
+        if isinstance(top_k_groups, bool) or not isinstance(top_k_groups, int):
+            raise ValueError(f"unfreeze(top_k_groups) needs an int or None, not {top_k_groups!r}")
+        if not 0 <= top_k_groups <= num_groups:
+            raise ValueError(
+                f"unfreeze({top_k_groups}): this encoder has {num_groups} groups "
+                f"({', '.join(self._group_names)}); give 0..{num_groups} or None for all."
+            )
+        self._set_trainable(self._trainable | set(range(num_groups - top_k_groups, num_groups)))
+
+    # ---- modes -------------------------------------------------------------------------------
+
+    def train(self, mode: bool = True):
+        self.training = mode
+        for module in self.children():  # type: ignore[attr-defined]
+            module.train(mode)
+        self._apply_modes()
+        return self
+
+    def _set_trainable(self, groups: Set[int]) -> None:
+        # Weights change only while some group trains: fingerprint them again after such a
+        # phase (they may have changed) or from now on (they will), not on frozen -> frozen.
+        if groups or self._trainable:
+            self._fingerprint = None
+        self._trainable = set(groups)
+        self._apply_trainable()
+
+    def _apply_trainable(self) -> None:
+        parameters = dict(self.named_parameters())  # type: ignore[attr-defined]
+        for group, names in enumerate(self._group_parameter_names):
+            for name in names:
+                parameters[name].requires_grad_(group in self._trainable)
+        self._apply_modes()
+
+    def _apply_modes(self) -> None:
+        if not hasattr(self, "_module_groups"):
+            return  # train() called during construction
+        encoder = getattr(self, self._encoder_name)
+        any_trainable = bool(self._trainable)
+        for name, module in encoder.named_modules():
+            group = self._module_groups.get(name)
+            trains = any_trainable if group is None else group in self._trainable
+            module.training = self.training and trains
+
+    def _encoder_context(self):
+        """`torch.no_grad()` while frozen: no autograd graph through the encoder."""
+        return torch.no_grad() if self.is_frozen else nullcontext()
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        # Loading an archive replaces the weights that the fingerprint was taken from.
+        self._fingerprint = None
+        super()._load_from_state_dict(*args, **kwargs)  # type: ignore[misc]
+
+    # ---- the feature cache -------------------------------------------------------------------
+
+    @property
+    def feature_cache(self) -> Optional[FeatureCache]:
+        return self._feature_cache
+
+    @property
+    def uses_feature_cache(self) -> bool:
+        return self._feature_cache is not None and self.is_frozen
+
+    def _encoder_identity(self) -> str:
+        raise NotImplementedError
+
+    def _cache_key_prefix(self, selection: str):
+        if self._fingerprint is None:
+            encoder = getattr(self, self._encoder_name)
+            self._fingerprint = encoder_fingerprint(encoder, self._encoder_identity())
+        return FeatureCache.key_prefix(self._fingerprint, selection)
+
+    def _mix_layers(self, layers: torch.Tensor, mask: torch.BoolTensor) -> torch.Tensor:
+        """
+        Mixes `layers` `(num_selected, ..., dim)` with the scalar mix (`mask` is `(...)`). Without
+        layer norm this is `ScalarMix`'s formula, `gamma * sum_k softmax(w)_k * layer_k`, with
+        its parameters, computed in one `tensordot` (a fraction of the memory traffic of
+        `ScalarMix.forward`'s per-layer products and sums, which dominates an epoch read from
+        the cache); with layer norm it is `ScalarMix.forward` itself.
+        """
+        scalar_mix = self._scalar_mix
+        if scalar_mix is None:
+            return layers[0]
+        if scalar_mix.do_layer_norm:
+            return scalar_mix(list(layers.unbind(0)), mask)
+        weights = torch.softmax(torch.cat(list(scalar_mix.scalar_parameters)), dim=0)
+        # gamma scales the layer weights rather than the output: one pass less over the features.
+        return torch.tensordot(scalar_mix.gamma * weights, layers, dims=1)
+
+    def _mixed_through_cache(
+        self,
+        keys: List[str],
+        lengths: List[int],
+        width: int,
+        num_layers: int,
+        dim: int,
+        compute: Callable[[List[int]], torch.Tensor],
+        device: torch.device,
+    ) -> torch.Tensor:
+        """
+        The mixed output `(batch_size, width, dim)`, zero beyond each row's length, for
+        sequences whose cache keys and unpadded lengths are given. Missing rows are computed
+        together by `compute(rows)`, which returns `(num_layers, len(rows), >= max length, dim)`,
+        and stored. Every row goes through float16, so an epoch that computes a row and one that
+        reads it see the same values.
+
+        The rows are mixed packed, without padding: `(num_layers, sum(lengths), dim)`. Layer
+        norm statistics are over the unmasked positions, as with a mask.
+        """
+        cache = self._feature_cache
+        assert cache is not None
+        entries: List[Optional[torch.Tensor]] = [
+            cache.get(key, (num_layers, length, dim)) for key, length in zip(keys, lengths)
+        ]
+        missing = [row for row, entry in enumerate(entries) if entry is None]
+        if missing:
+            with torch.no_grad():
+                computed = compute(missing).to(device="cpu", dtype=torch.float16).numpy()
+            for column, row in enumerate(missing):
+                entries[row] = cache.put(keys[row], computed[:, column, : lengths[row]])
+        # numpy's single-threaded concatenation: torch's cat or copy_ per entry opens one
+        # thread-parallel region per entry, which costs more than the copy on a busy CPU.
+        packed = torch.from_numpy(
+            numpy.concatenate([entry.numpy() for entry in entries], axis=1)  # type: ignore
+        ).to(device)
+        mask = torch.ones(packed.size(1), dtype=torch.bool, device=device)
+        mixed = self._mix_layers(packed, mask)
+        # Back to (batch, width, dim) with one index_copy: its backward is one index_select,
+        # where pad_sequence's backward copies the whole gradient once per row.
+        row_lengths = torch.tensor(lengths, device=device)
+        positions = get_mask_from_sequence_lengths(row_lengths, width).view(-1).nonzero()
+        padded = mixed.new_zeros(len(lengths) * width, dim)
+        return padded.index_copy(0, positions.squeeze(1), mixed).view(len(lengths), width, dim)

@@ -1,0 +1,310 @@
+import json
+import logging
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.token_embedders import PretrainedTransformerEmbedder, TokenEmbedder
+
+from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
+from allennlp_tune.modules.token_embedders.freezable import (
+    FINE_TUNING,
+    FreezableEncoderMixin,
+    build_scalar_mix,
+    check_mode,
+    parse_layers,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@TokenEmbedder.register("tune_transformer")
+class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedder):
+    """
+    A pretrained `transformers` encoder (BERT and family) that is either frozen with a learned
+    scalar mix of its layers (feature extraction) or trained (fine-tuning), at the wordpiece
+    level. Use it with the `pretrained_transformer` indexer; for word-level outputs use
+    `tune_transformer_mismatched`.
+
+    Unlike AllenNLP's `pretrained_transformer` embedder, `layers: "all"` includes the embedding
+    layer (`hidden_states[0]`), so the mix has `num_hidden_layers + 1` weights; a frozen encoder
+    stays in eval mode (no dropout) while the model trains and runs under `torch.no_grad()`;
+    the parameter groups are exposed for gradual unfreezing and discriminative learning rates
+    (`layer_groups()`, `freeze()`, `unfreeze(top_k_groups)`, `trainable_groups()`); and the
+    frozen features can be cached on disk (`feature_cache`).
+
+    The model's pooler (the dense + tanh head on `[CLS]` used by next-sentence prediction) is
+    dropped: no layer output uses it, and in fine-tuning it would get no gradient.
+
+    Registered as a `TokenEmbedder` with name "tune_transformer".
+
+    ```jsonnet
+    "token_embedders": {"tokens": {
+        "type": "tune_transformer",
+        "model_name": "bert-base-cased",
+        "mode": "feature_extraction",        // or "fine_tuning"
+        "layers": "all",                     // embeddings + every layer
+        "scalar_mix": {"do_layer_norm": false},
+        "dropout": 0.1,
+        "max_length": 512,                   // same as the indexer's
+        "feature_cache": {},                 // or {"directory": "/big/disk/features"}
+    }}
+    ```
+
+    # Parameters
+
+    model_name : `str`
+        A `transformers` model name or folder, the same as the indexer's. Loaded through
+        `allennlp.common.cached_transformers`, so archives reload it the usual way.
+    mode : `str`, optional (default = `"feature_extraction"`)
+        The initial state. `"feature_extraction"`: the encoder is frozen (no gradients, eval
+        mode, `no_grad`) and only the scalar mix trains. `"fine_tuning"`: every encoder weight
+        trains. Training callbacks may change the state later with `freeze()` / `unfreeze()`.
+    layers : `Union[str, List[int]]`, optional (default = `"all"`)
+        Which hidden states are mixed: `"all"` (0 = embeddings through `num_hidden_layers`),
+        `"top"` (the last layer only: no mix), or a list of indices (negative ones count from
+        the top).
+    scalar_mix : `Dict[str, Any]`, optional (default = `None`)
+        Options of the `allennlp.modules.ScalarMix` over the selected layers: `do_layer_norm`
+        (default `false`), `initial_scalar_parameters` (one pre-softmax weight per selected
+        layer; default all 0) and `trainable` (default `true`). Unused for a single layer.
+    dropout : `float`, optional (default = `0.0`)
+        Dropout on the mixed output.
+    max_length : `int`, optional (default = `None`)
+        Fold longer inputs into segments of this many wordpieces, as AllenNLP does; must equal
+        the indexer's `max_length`. Applies in both modes and with the cache.
+    feature_cache : `Dict[str, Any]`, optional (default = `None`)
+        Cache the selected layers of every distinct input on disk (float16) and reuse them in
+        later epochs, validation and evaluation; only with `mode: "feature_extraction"`, and
+        bypassed while any group is unfrozen. Keys: `directory` (default: the environment
+        variable `TUNE_FEATURE_CACHE_DIR`, else `<serialization_dir>/feature_cache` under
+        `allennlp train`, else `~/.cache/allennlp_tune/features`) and `memory_mb` (in-memory LRU
+        budget, default 256). `{}` enables it with the defaults. Entries are keyed by the
+        encoder's weights, the layer selection, `max_length` and the input ids, so a cache
+        directory can be shared between runs and models safely. See `feature_cache.py`.
+    sub_module : `str`, optional (default = `None`)
+        Use this submodule of the model (e.g. `"encoder"` of T5).
+    override_weights_file : `str`, optional (default = `None`)
+    override_weights_strip_prefix : `str`, optional (default = `None`)
+    reinit_modules : `Union[int, Tuple[int, ...], Tuple[str, ...]]`, optional (default = `None`)
+    load_weights : `bool`, optional (default = `True`)
+    gradient_checkpointing : `bool`, optional (default = `None`)
+    tokenizer_kwargs : `Dict[str, Any]`, optional (default = `None`)
+    transformer_kwargs : `Dict[str, Any]`, optional (default = `None`)
+        As in AllenNLP's `pretrained_transformer` embedder.
+    serialization_dir : `str`, optional (default = `None`)
+        Not for configs: `allennlp train` passes it, and it locates the default cache folder.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        mode: str = "feature_extraction",
+        layers: Union[str, List[int]] = "all",
+        scalar_mix: Optional[Dict[str, Any]] = None,
+        dropout: float = 0.0,
+        max_length: Optional[int] = None,
+        feature_cache: Optional[Dict[str, Any]] = None,
+        sub_module: Optional[str] = None,
+        override_weights_file: Optional[str] = None,
+        override_weights_strip_prefix: Optional[str] = None,
+        reinit_modules: Optional[Union[int, Tuple[int, ...], Tuple[str, ...]]] = None,
+        load_weights: bool = True,
+        gradient_checkpointing: Optional[bool] = None,
+        tokenizer_kwargs: Optional[Dict[str, Any]] = None,
+        transformer_kwargs: Optional[Dict[str, Any]] = None,
+        serialization_dir: Optional[str] = None,
+        _owner: str = "tune_transformer",
+    ) -> None:
+        owner = _owner
+        check_mode(mode, feature_cache, owner)
+        super().__init__(
+            model_name,
+            max_length=max_length,
+            sub_module=sub_module,
+            override_weights_file=override_weights_file,
+            override_weights_strip_prefix=override_weights_strip_prefix,
+            reinit_modules=reinit_modules,
+            load_weights=load_weights,
+            gradient_checkpointing=gradient_checkpointing,
+            tokenizer_kwargs=tokenizer_kwargs,
+            transformer_kwargs=transformer_kwargs,
+        )
+        if isinstance(getattr(self.transformer_model, "pooler", None), torch.nn.Module):
+            self.transformer_model.pooler = None
+
+        self._owner = owner
+        self._max_positions = getattr(self.config, "max_position_embeddings", None)
+        if max_length is not None and self._max_positions and max_length > self._max_positions:
+            raise ConfigurationError(
+                f"{owner}.max_length is {max_length}, but {model_name} has only "
+                f"{self._max_positions} positions; set max_length (here and on the indexer) to "
+                f"at most {self._max_positions}."
+            )
+        num_layers = self.config.num_hidden_layers + 1
+        self._layers = parse_layers(layers, num_layers, owner)
+        self._scalar_mix = build_scalar_mix(scalar_mix, len(self._layers), owner)
+        self._dropout = torch.nn.Dropout(p=dropout)
+        self._selection = f"wordpiece|layers={self._layers}|max_length={max_length}"
+        if mode == FINE_TUNING and max(self._layers) < num_layers - 1:
+            logger.warning(
+                "%s: fine_tuning with layers=%s: the layers above %d get no gradient.",
+                owner,
+                self._layers,
+                max(self._layers),
+            )
+
+        layer_list = self._find_layer_list()
+        if layer_list is None:
+            logger.warning(
+                "%s: no list of %d layers found in %s; layer_groups() returns one group.",
+                owner,
+                self.config.num_hidden_layers,
+                type(self.transformer_model).__name__,
+            )
+            group_names, layer_prefixes = ["encoder"], []
+        else:
+            group_names = ["embeddings"] + [
+                f"layer_{index}" for index in range(self.config.num_hidden_layers)
+            ]
+            layer_prefixes = [
+                [f"{layer_list}.{index}"] for index in range(self.config.num_hidden_layers)
+            ]
+        self._setup_freezable(
+            encoder_name="transformer_model",
+            group_names=group_names,
+            layer_prefixes=layer_prefixes,
+            mode=mode,
+            feature_cache=feature_cache,
+            serialization_dir=serialization_dir,
+            owner=owner,
+        )
+
+    def _find_layer_list(self) -> Optional[str]:
+        for name, module in self.transformer_model.named_modules():
+            if (
+                isinstance(module, torch.nn.ModuleList)
+                and len(module) == self.config.num_hidden_layers
+            ):
+                return name
+        return None
+
+    def _encoder_identity(self) -> str:
+        config = self.transformer_model.config.to_dict()
+        for volatile in ("_name_or_path", "transformers_version", "output_hidden_states"):
+            config.pop(volatile, None)
+        return f"{type(self.transformer_model).__name__}|{json.dumps(config, sort_keys=True)}"
+
+    def forward(
+        self,
+        token_ids: torch.LongTensor,
+        mask: torch.BoolTensor,
+        type_ids: Optional[torch.LongTensor] = None,
+        segment_concat_mask: Optional[torch.BoolTensor] = None,
+    ) -> torch.Tensor:  # type: ignore
+        """
+        Same inputs as AllenNLP's `pretrained_transformer` embedder (the output of the
+        `pretrained_transformer` indexer); returns `(batch_size, num_wordpieces, hidden_size)`.
+        """
+        if type_ids is not None:
+            max_type_id = type_ids.max()
+            if max_type_id == 0:
+                type_ids = None
+            elif max_type_id >= self._number_of_token_type_embeddings():
+                raise ValueError("Found type ids too large for the chosen transformer model.")
+        if self.uses_feature_cache:
+            embeddings = self._mixed_from_cache(token_ids, mask, type_ids, segment_concat_mask)
+        else:
+            with self._encoder_context():
+                layers = self._layer_outputs(token_ids, mask, type_ids, segment_concat_mask)
+            embeddings = self._mix_layers(layers, mask)
+        return self._dropout(embeddings)
+
+    def _layer_outputs(
+        self,
+        token_ids: torch.LongTensor,
+        mask: torch.BoolTensor,
+        type_ids: Optional[torch.LongTensor],
+        segment_concat_mask: Optional[torch.BoolTensor],
+    ) -> torch.Tensor:
+        """The selected hidden states, `(num_selected_layers, batch, num_wordpieces, dim)`."""
+        batch_size, num_segment_concat_wordpieces = token_ids.size()
+        fold = self._max_length is not None and num_segment_concat_wordpieces > self._max_length
+        if fold:
+            token_ids, segment_concat_mask, type_ids = self._fold_long_sequences(
+                token_ids, segment_concat_mask, type_ids
+            )
+        if self._max_positions and token_ids.size(1) > self._max_positions:
+            raise ConfigurationError(
+                f"{self._owner}: an input has {token_ids.size(1)} wordpieces but the model has "
+                f"{self._max_positions} positions. Set max_length (at most "
+                f"{self._max_positions}) on both the pretrained_transformer indexer and this "
+                "embedder, so that long inputs are folded."
+            )
+        transformer_mask = segment_concat_mask if self._max_length is not None else mask
+        parameters = {
+            "input_ids": token_ids,
+            "attention_mask": transformer_mask.float(),
+            "output_hidden_states": True,
+        }
+        if type_ids is not None:
+            parameters["token_type_ids"] = type_ids
+        hidden_states = self.transformer_model(**parameters).hidden_states
+        # Stacked along the feature axis so that AllenNLP's unfolding handles all layers at once.
+        selected = torch.cat([hidden_states[index] for index in self._layers], dim=-1)
+        if fold:
+            selected = self._unfold_long_sequences(
+                selected, segment_concat_mask, batch_size, num_segment_concat_wordpieces
+            )
+        return selected.view(batch_size, selected.size(1), len(self._layers), -1).permute(
+            2, 0, 1, 3
+        )
+
+    def _mixed_from_cache(
+        self,
+        token_ids: torch.LongTensor,
+        mask: torch.BoolTensor,
+        type_ids: Optional[torch.LongTensor],
+        segment_concat_mask: Optional[torch.BoolTensor],
+    ) -> torch.Tensor:
+        # A row's key covers its ids up to its own length (folded form when max_length is set),
+        # so padding and batch composition do not matter.
+        input_mask = segment_concat_mask if self._max_length is not None else mask
+        input_lengths = input_mask.sum(-1).tolist()
+        lengths = mask.sum(-1).tolist()
+        ids = token_ids.cpu().numpy()
+        types = type_ids.cpu().numpy() if type_ids is not None else None
+        prefix = self._cache_key_prefix(self._selection)
+        keys = []
+        for row, length in enumerate(input_lengths):
+            row_types = types[row, :length] if types is not None else None
+            if row_types is not None and not row_types.any():
+                row_types = None
+            keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
+
+        def compute(rows: List[int]) -> torch.Tensor:
+            index = torch.tensor(rows, device=token_ids.device)
+            input_width = max(input_lengths[row] for row in rows)
+            width = max(lengths[row] for row in rows)
+            sub_types = type_ids[index, :input_width] if type_ids is not None else None
+            if sub_types is not None and sub_types.max() == 0:
+                sub_types = None
+            sub_segments = (
+                segment_concat_mask[index, :input_width]
+                if segment_concat_mask is not None
+                else None
+            )
+            return self._layer_outputs(
+                token_ids[index, :input_width], mask[index, :width], sub_types, sub_segments
+            )
+
+        return self._mixed_through_cache(
+            keys,
+            lengths,
+            width=mask.size(1),
+            num_layers=len(self._layers),
+            dim=self.output_dim,
+            compute=compute,
+            device=token_ids.device,
+        )

@@ -1,0 +1,118 @@
+"""`scripts/fixture_models.py`: the tiny BERT and ELMo fixtures load and are deterministic."""
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import List
+
+import pytest
+import torch
+
+WORDS: List[str] = ["A", "man", "is", "playing", "a", "guitar", "Peter", "Blackburn", ",", "."]
+SENTENCE = "Peter Blackburn , a man , is playing a guitar ."
+
+
+def _load_script() -> ModuleType:
+    path = Path(__file__).resolve().parents[1] / "scripts" / "fixture_models.py"
+    spec = importlib.util.spec_from_file_location("fixture_models", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("fixture_models", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+fixture_models = _load_script()
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("models")
+    fixture_models.make_model_fixtures(out, WORDS)
+    return out
+
+
+def _files(root: Path) -> dict:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def test_writes_expected_files(models: Path) -> None:
+    names = set(_files(models))
+    for model in ("bert-cased", "bert-uncased"):
+        for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
+            assert f"{model}/{name}" in names
+        assert f"{model}/special_tokens_map.json" in names
+    assert {"elmo/options.json", "elmo/weights.hdf5"} <= names
+
+
+def test_two_runs_are_byte_identical(models: Path, tmp_path: Path) -> None:
+    fixture_models.make_model_fixtures(tmp_path, WORDS)
+    assert _files(tmp_path) == _files(models)
+
+
+@pytest.mark.parametrize("name", ["bert-cased", "bert-uncased"])
+def test_bert_loads_with_auto_classes(models: Path, name: str) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(str(models / name))
+    tokenizer = AutoTokenizer.from_pretrained(str(models / name))
+    assert model.config.num_hidden_layers == 4
+    assert len(model.encoder.layer) == 4
+    encoded = tokenizer(SENTENCE, return_tensors="pt")
+    assert tokenizer.unk_token_id not in encoded["input_ids"][0].tolist()
+    with torch.no_grad():
+        hidden = model(**encoded).last_hidden_state
+    assert hidden.shape == (1, encoded["input_ids"].shape[1], 16)
+    assert torch.isfinite(hidden).all()
+
+
+def test_cased_keeps_case_and_uncased_lowercases(models: Path) -> None:
+    from allennlp.data.tokenizers import PretrainedTransformerTokenizer
+
+    cased = PretrainedTransformerTokenizer(model_name=str(models / "bert-cased"))
+    uncased = PretrainedTransformerTokenizer(model_name=str(models / "bert-uncased"))
+    cased_tokens = [t.text for t in cased.tokenize(SENTENCE)]
+    uncased_tokens = [t.text for t in uncased.tokenize(SENTENCE)]
+    assert cased_tokens[:3] == ["[CLS]", "Peter", "Blackburn"]
+    assert uncased_tokens[:3] == ["[CLS]", "peter", "blackburn"]
+    assert "[UNK]" not in cased_tokens + uncased_tokens
+    assert not cased.tokenizer.do_lower_case
+    assert uncased.tokenizer.do_lower_case
+    # A word outside the list still tokenizes into known character pieces.
+    assert "[UNK]" not in [t.text for t in cased.tokenize("playing Ablaze")]
+
+
+def test_bert_works_with_allennlp_mismatched_embedder(models: Path) -> None:
+    from allennlp.data import Batch, Instance, Token, Vocabulary
+    from allennlp.data.fields import TextField
+    from allennlp.data.token_indexers import PretrainedTransformerMismatchedIndexer
+    from allennlp.modules.token_embedders import PretrainedTransformerMismatchedEmbedder
+
+    name = str(models / "bert-cased")
+    indexer = PretrainedTransformerMismatchedIndexer(model_name=name)
+    words = [Token(w) for w in SENTENCE.split()]
+    batch = Batch([Instance({"tokens": TextField(words, {"bert": indexer})})])
+    batch.index_instances(Vocabulary())
+    tensors = batch.as_tensor_dict()["tokens"]["bert"]
+    embedder = PretrainedTransformerMismatchedEmbedder(model_name=name)
+    assert embedder(**tensors).shape == (1, len(words), 16)
+
+
+def test_elmo_loads_and_embeds(models: Path) -> None:
+    from allennlp.modules.elmo import Elmo, _ElmoBiLm, batch_to_ids
+
+    options, weights = str(models / "elmo" / "options.json"), str(models / "elmo" / "weights.hdf5")
+    character_ids = batch_to_ids([SENTENCE.split(), ["a", "man"]])
+    elmo = Elmo(options, weights, num_output_representations=1, dropout=0.0)
+    output = elmo(character_ids)
+    representation = output["elmo_representations"][0]
+    assert representation.shape == (2, len(SENTENCE.split()), 16)
+    assert torch.isfinite(representation).all()
+    assert output["mask"].tolist()[1][:3] == [True, True, False]
+
+    bilm = _ElmoBiLm(options, weights)
+    activations = bilm(character_ids)["activations"]
+    assert len(activations) == 3  # char-CNN + 2 LSTM layers
+    assert all(a.shape == (2, len(SENTENCE.split()) + 2, 16) for a in activations)
