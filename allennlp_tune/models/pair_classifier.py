@@ -1,0 +1,157 @@
+from typing import Dict, Optional
+
+import torch
+from allennlp.common.checks import check_dimensions_match
+from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.models.model import Model
+from allennlp.modules import FeedForward, Seq2SeqEncoder, TextFieldEmbedder
+from allennlp.nn import InitializerApplicator
+from allennlp.nn.util import get_text_field_mask
+
+from allennlp_tune.models.output_head import OutputHead
+from allennlp_tune.modules.pair_encoders.bi_attention_pair import BiAttentionPair
+from allennlp_tune.modules.pair_encoders.pair_encoder import PairEncoder
+
+
+@Model.register("pair_classifier")
+class PairClassifier(Model):
+    """
+    A sentence-pair classifier or regressor over *separately* encoded sentences (the reader's
+    `pair_encoding: "separate"`: fields `premise` and `hypothesis`): embed each sentence with the
+    same embedder (and optional `encoder`), combine the two with a `pair_encoder`, then a linear
+    softmax layer, or a linear regression (`regression: true`).
+
+    - ELMo fine-tuning for MNLI, SICK-E, MRPC, SICK-R, STS-B (paper): the default
+      `bi_attention_pair` (cross-sentence bi-attention + ESIM's enhanced mean/max pooling, no
+      parameters of its own), then softmax or regression.
+    - Table 3 ablation "w/o bi-attn.": `"pair_encoder": {"type": "bi_attention_pair",
+      "bi_attention": false, ...}`.
+
+    For frozen features the paper uses ESIM instead (`tune_esim`, `esim_regression`), and for
+    BERT the jointly encoded pair with `pooled_classifier`.
+
+    Metrics as in `pooled_classifier`: `accuracy` (primary; matched accuracy on MNLI's matched
+    dev set), `mcc`, `f1` with `positive_label` (MRPC); for regression `pearson` (primary),
+    `spearman`, `mse`. The default predictor, `tune_text_classifier`, reads
+    `{"premise": ..., "hypothesis": ...}` or `{"sentence1": ..., "sentence2": ...}`.
+
+    Registered as a `Model` with name "pair_classifier".
+
+    ```jsonnet
+    "dataset_reader": {"type": "sick", "task": "relatedness", "split": "train",
+                       "pair_encoding": "separate",
+                       "token_indexers": {"elmo": {"type": "elmo_characters"}}},
+    "model": {
+      "type": "pair_classifier",
+      "text_field_embedder": {"token_embedders": {"elmo": {"type": "tune_elmo", ...}}},
+      "pair_encoder": {"type": "bi_attention_pair", "input_dim": 1024},
+      "dropout": 0.5,
+      "regression": true
+    }
+    ```
+
+    # Parameters
+
+    vocab : `Vocabulary`
+    text_field_embedder : `TextFieldEmbedder`
+        Embeds `premise` and `hypothesis` (the same weights for both).
+    pair_encoder : `PairEncoder`, optional (default = `bi_attention_pair` over the encoded states)
+        Combines the two encoded sentences into one vector.
+    encoder : `Seq2SeqEncoder`, optional (default = `None`)
+        Runs over each embedded sentence before the pair encoder.
+    feedforward : `FeedForward`, optional (default = `None`)
+        Between the pair vector and the output layer.
+    dropout : `float`, optional (default = `0.0`)
+        On the pair vector.
+    regression : `bool`, optional (default = `False`)
+        Predict one score (MSE loss) instead of a label (SICK-R, STS-B).
+    positive_label : `str`, optional (default = `None`)
+        Report `precision`, `recall` and `f1` of this label (`"1"` for MRPC).
+    label_namespace : `str`, optional (default = `"labels"`)
+    initializer : `InitializerApplicator`, optional (default = `InitializerApplicator()`)
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        pair_encoder: Optional[PairEncoder] = None,
+        encoder: Optional[Seq2SeqEncoder] = None,
+        feedforward: Optional[FeedForward] = None,
+        dropout: float = 0.0,
+        regression: bool = False,
+        positive_label: Optional[str] = None,
+        label_namespace: str = "labels",
+        initializer: InitializerApplicator = InitializerApplicator(),
+        **kwargs,
+    ) -> None:
+        super().__init__(vocab, **kwargs)
+        self._text_field_embedder = text_field_embedder
+        self.label_namespace = label_namespace
+        self._encoder = encoder
+        dim = text_field_embedder.get_output_dim()
+        if encoder is not None:
+            check_dimensions_match(
+                dim, encoder.get_input_dim(), "text_field_embedder output dim", "encoder input dim"
+            )
+            dim = encoder.get_output_dim()
+        self._pair_encoder = pair_encoder or BiAttentionPair(dim)
+        check_dimensions_match(
+            dim,
+            self._pair_encoder.get_input_dim(),
+            "encoder output dim" if encoder is not None else "text_field_embedder output dim",
+            "pair_encoder input_dim",
+        )
+        self._head = OutputHead(
+            vocab,
+            input_dim=self._pair_encoder.get_output_dim(),
+            feedforward=feedforward,
+            dropout=dropout,
+            regression=regression,
+            label_namespace=label_namespace,
+            positive_label=positive_label,
+            owner="pair_classifier",
+        )
+        initializer(self)
+
+    def forward(  # type: ignore[override]
+        self,
+        premise: TextFieldTensors,
+        hypothesis: TextFieldTensors,
+        label: Optional[torch.Tensor] = None,
+        **kwargs,
+    ) -> Dict[str, torch.Tensor]:
+        """
+        # Parameters
+
+        premise, hypothesis : `TextFieldTensors`
+            The two sentences, each encoded on its own.
+        label : `torch.Tensor`, optional
+            Label indices `(batch_size,)`, or float scores `(batch_size,)` for regression.
+
+        # Returns
+
+        `logits` and `probs` `(batch_size, num_labels)`, or `score` `(batch_size,)`; `loss` when
+        `label` is given.
+        """
+        premise_states, premise_mask = self._encode(premise)
+        hypothesis_states, hypothesis_mask = self._encode(hypothesis)
+        pair = self._pair_encoder(premise_states, premise_mask, hypothesis_states, hypothesis_mask)
+        return self._head(pair, label)
+
+    def _encode(self, sentence: TextFieldTensors):
+        mask = get_text_field_mask(sentence)
+        states = self._text_field_embedder(sentence)
+        if self._encoder is not None:
+            states = self._encoder(states, mask)
+        return states, mask
+
+    def make_output_human_readable(
+        self, output_dict: Dict[str, torch.Tensor]
+    ) -> Dict[str, torch.Tensor]:
+        return self._head.make_output_human_readable(self.vocab, output_dict)
+
+    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+        return self._head.get_metrics(reset)
+
+    default_predictor = "tune_text_classifier"

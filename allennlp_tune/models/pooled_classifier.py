@@ -1,0 +1,157 @@
+from typing import Dict, Optional
+
+import torch
+from allennlp.common.checks import ConfigurationError, check_dimensions_match
+from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.models.model import Model
+from allennlp.modules import FeedForward, Seq2SeqEncoder, Seq2VecEncoder, TextFieldEmbedder
+from allennlp.modules.seq2vec_encoders import BagOfEmbeddingsEncoder, ClsPooler
+from allennlp.nn import InitializerApplicator
+from allennlp.nn.util import get_text_field_mask
+
+from allennlp_tune.models.output_head import OutputHead
+from allennlp_tune.modules.seq2vec_encoders.max_pooling import MaxPoolingEncoder
+
+POOLINGS = ("cls", "mean", "max")
+
+
+@Model.register("pooled_classifier")
+class PooledClassifier(Model):
+    """
+    The light fine-tuning head for one text, or for a sentence pair encoded jointly
+    (`[CLS] a [SEP] b [SEP]`, the reader's `pair_encoding: "joint"`): pool the embedder's states
+    into one vector, then a linear softmax layer, or a linear regression (`regression: true`).
+
+    - BERT fine-tuning (paper): `pooling: "cls"`, the first token's state.
+    - Sentence-embedding checkpoints (all-MiniLM-L6-v2): `pooling: "mean"`, as they were trained;
+      their [CLS] state carries little.
+    - ELMo fine-tuning for text classification (paper): `pooling: "max"` over the LM states.
+
+    Metrics: classification reports `accuracy` (primary: SST-2, SICK-E, MRPC; on MNLI's matched
+    dev set it is the paper's matched accuracy), `mcc` (primary for CoLA) and, with
+    `positive_label`, `precision`, `recall`, `f1`; regression reports `pearson` (primary: SICK-R,
+    STS-B), `spearman`, `mse`. E.g. `"validation_metric": "+accuracy"` or `"+pearson"`.
+
+    Outputs: `logits`, `probs` and `label` (classification) or `score` (regression). The default
+    predictor, `tune_text_classifier`, reads `{"sentence": ...}` or, for pair readers,
+    `{"premise": ..., "hypothesis": ...}` / `{"sentence1": ..., "sentence2": ...}`.
+
+    Registered as a `Model` with name "pooled_classifier".
+
+    ```jsonnet
+    "model": {
+      "type": "pooled_classifier",
+      "text_field_embedder": {"token_embedders": {"tokens": {
+          "type": "tune_transformer", "model_name": "bert-base-uncased", "mode": "fine_tuning"}}},
+      "pooling": "cls",
+      "dropout": 0.1,
+      "regression": false
+    }
+    ```
+
+    # Parameters
+
+    vocab : `Vocabulary`
+    text_field_embedder : `TextFieldEmbedder`
+        Embeds the `tokens` field. Any embedder: BERT, ELMo, word embeddings.
+    pooling : `str`, optional (default = `"cls"`)
+        `"cls"` (the first token's state), `"mean"` or `"max"` over the unmasked positions.
+    seq2seq_encoder : `Seq2SeqEncoder`, optional (default = `None`)
+        Runs over the embedded tokens before pooling.
+    feedforward : `FeedForward`, optional (default = `None`)
+        Between the pooled vector and the output layer (e.g. BERT's tanh "pooler" layer).
+    dropout : `float`, optional (default = `0.0`)
+        On the pooled vector.
+    regression : `bool`, optional (default = `False`)
+        Predict one score (MSE loss) instead of a label; needs a reader that gives float labels.
+    positive_label : `str`, optional (default = `None`)
+        Report `precision`, `recall` and `f1` of this label (`"1"` for MRPC).
+    label_namespace : `str`, optional (default = `"labels"`)
+    initializer : `InitializerApplicator`, optional (default = `InitializerApplicator()`)
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        pooling: str = "cls",
+        seq2seq_encoder: Optional[Seq2SeqEncoder] = None,
+        feedforward: Optional[FeedForward] = None,
+        dropout: float = 0.0,
+        regression: bool = False,
+        positive_label: Optional[str] = None,
+        label_namespace: str = "labels",
+        initializer: InitializerApplicator = InitializerApplicator(),
+        **kwargs,
+    ) -> None:
+        super().__init__(vocab, **kwargs)
+        self._text_field_embedder = text_field_embedder
+        self.label_namespace = label_namespace
+        self._seq2seq_encoder = seq2seq_encoder
+        dim = text_field_embedder.get_output_dim()
+        if seq2seq_encoder is not None:
+            check_dimensions_match(
+                dim,
+                seq2seq_encoder.get_input_dim(),
+                "text_field_embedder output dim",
+                "seq2seq_encoder input dim",
+            )
+            dim = seq2seq_encoder.get_output_dim()
+        self._pooler = _pooler(pooling, dim)
+        self._head = OutputHead(
+            vocab,
+            input_dim=dim,
+            feedforward=feedforward,
+            dropout=dropout,
+            regression=regression,
+            label_namespace=label_namespace,
+            positive_label=positive_label,
+            owner="pooled_classifier",
+        )
+        initializer(self)
+
+    def forward(  # type: ignore[override]
+        self, tokens: TextFieldTensors, label: Optional[torch.Tensor] = None, **kwargs
+    ) -> Dict[str, torch.Tensor]:
+        """
+        # Parameters
+
+        tokens : `TextFieldTensors`
+            One text, or a jointly encoded pair.
+        label : `torch.Tensor`, optional
+            Label indices `(batch_size,)`, or float scores `(batch_size,)` for regression.
+
+        # Returns
+
+        `logits` and `probs` `(batch_size, num_labels)`, or `score` `(batch_size,)`; `loss` when
+        `label` is given.
+        """
+        embedded = self._text_field_embedder(tokens)
+        mask = get_text_field_mask(tokens)
+        if self._seq2seq_encoder is not None:
+            embedded = self._seq2seq_encoder(embedded, mask=mask)
+        return self._head(self._pooler(embedded, mask=mask), label)
+
+    def make_output_human_readable(
+        self, output_dict: Dict[str, torch.Tensor]
+    ) -> Dict[str, torch.Tensor]:
+        return self._head.make_output_human_readable(self.vocab, output_dict)
+
+    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+        return self._head.get_metrics(reset)
+
+    default_predictor = "tune_text_classifier"
+
+
+def _pooler(pooling: str, dim: int) -> Seq2VecEncoder:
+    if pooling == "cls":
+        return ClsPooler(dim)
+    if pooling == "mean":
+        return BagOfEmbeddingsEncoder(dim, averaged=True)
+    if pooling == "max":
+        return MaxPoolingEncoder(dim)
+    raise ConfigurationError(
+        f"model.pooling is {pooling!r}; expected one of {', '.join(POOLINGS)}: 'cls' for BERT "
+        "fine-tuning as in the paper, 'mean' for sentence-embedding checkpoints such as "
+        "all-MiniLM-L6-v2, 'max' for ELMo."
+    )

@@ -1,0 +1,84 @@
+from typing import Optional
+
+from allennlp.data import Vocabulary
+from allennlp.models.model import Model
+from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
+from allennlp.modules.seq2seq_encoders import PassThroughEncoder
+from allennlp_models.tagging.models.crf_tagger import CrfTagger
+
+from allennlp_tune.models.tagging import check_label_encoding, word_embedder
+
+
+@Model.register("tune_crf_tagger")
+class TuneCrfTagger(CrfTagger):
+    """
+    allennlp-models' `crf_tagger` with an optional encoder, the first-wordpiece option of
+    `tune_tagger`, a check of `label_encoding` against the tags, and a default predictor that
+    needs no spaCy model (`tune_sentence_tagger`: `{"tokens": [...]}` or `{"sentence": ...}`).
+
+    - ELMo feature extraction: a two-layer BiLSTM `encoder` + CRF (paper, A.1).
+    - ELMo fine-tuning: no encoder, "a CRF layer on top of the LSTM states".
+    - Table 5 ablations: `+ CRF` (no encoder) and `+ BiLSTM + CRF`, for ELMo or, with
+      `first_wordpiece: true`, for BERT.
+
+    Primary metric: `f1-measure-overall` (span F1), `"validation_metric": "+f1-measure-overall"`.
+
+    Registered as a `Model` with name "tune_crf_tagger".
+
+    ```jsonnet
+    "dataset_reader": {"type": "tune_conll2003", "coding_scheme": "IOB1",
+                       "convert_to_coding_scheme": "BIOUL",
+                       "token_indexers": {"elmo": {"type": "elmo_characters"}}},
+    "model": {
+      "type": "tune_crf_tagger",
+      "text_field_embedder": {"token_embedders": {"elmo": {"type": "tune_elmo", ...}}},
+      "encoder": {"type": "lstm", "input_size": 1024, "hidden_size": 200, "num_layers": 2,
+                  "bidirectional": true},
+      "label_encoding": "BIOUL",
+      "dropout": 0.5
+    }
+    ```
+
+    # Parameters
+
+    vocab : `Vocabulary`
+    text_field_embedder : `TextFieldEmbedder`
+        A word-level embedder, or with `first_wordpiece: true` a wordpiece-level one.
+    encoder : `Seq2SeqEncoder`, optional (default = `pass_through`)
+        Runs over word vectors before the CRF.
+    first_wordpiece : `bool`, optional (default = `False`)
+        As in `tune_tagger`.
+    wordpiece_encoder : `Seq2SeqEncoder`, optional (default = `None`)
+        As in `tune_tagger`.
+    label_encoding : `str`, optional (default = `None`)
+        `"IOB1"`, `"BIO"` (IOB2) or `"BIOUL"`, matching the reader's `convert_to_coding_scheme`;
+        used for span F1 and to constrain CRF decoding.
+    (plus every other parameter of `crf_tagger`: `feedforward`, `dropout`,
+    `include_start_end_transitions`, `constrain_crf_decoding`, `calculate_span_f1`, ...)
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        encoder: Optional[Seq2SeqEncoder] = None,
+        first_wordpiece: bool = False,
+        wordpiece_encoder: Optional[Seq2SeqEncoder] = None,
+        label_encoding: Optional[str] = None,
+        label_namespace: str = "labels",
+        **kwargs,
+    ) -> None:
+        check_label_encoding(vocab, label_namespace, label_encoding)
+        embedder = word_embedder(text_field_embedder, first_wordpiece, wordpiece_encoder)
+        if encoder is None:
+            encoder = PassThroughEncoder(embedder.get_output_dim())
+        super().__init__(
+            vocab,
+            text_field_embedder=embedder,
+            encoder=encoder,
+            label_encoding=label_encoding,
+            label_namespace=label_namespace,
+            **kwargs,
+        )
+
+    default_predictor = "tune_sentence_tagger"
