@@ -1,0 +1,330 @@
+"""
+EDGE: the ensemble dependency graph estimator of mutual information (Noshad, Zeng & Hero,
+"Scalable Mutual Information Estimation using Dependence Graphs", ICASSP 2019, arXiv:1801.09125),
+for continuous representations `X` (N x d) and discrete labels `Y`, as used for Figure 2 of
+Peters, Ruder & Smith (2019). Results are in **bits** (`log_base=2`), like the reference code.
+
+One base estimate, for a hash resolution epsilon:
+
+1. Locality-sensitive hashing, `H = H2(H1(x))`. `H1` standardises every coordinate, projects onto
+   `k` random Gaussian directions when `d` is larger than `max_raw_dim` (the p-stable LSH family;
+   small `d` is hashed coordinate-wise, as the reference does for `d <= 6`), standardises each
+   projection, and quantises it with width `epsilon` and a random shift `b ~ U[0, epsilon)`:
+   `floor(z / epsilon + b / epsilon)`. `H2` maps the integer cell vector to one of
+   `F = 2**ceil(log2(4 N))` buckets with a random multiply-shift hash (the paper's
+   `F = c_H N`). Labels are discrete, so each label value is its own bucket.
+2. The dependence graph: a bipartite multigraph between X buckets and label values with one
+   edge per sample. With `N_i` samples in X bucket `i`, `M_j` with label `j` and `N_ij` edges
+   between them, the edge weight is `omega_ij = N_ij N / (N_i M_j)` and the estimate is
+   `sum_ij (N_ij / N) g(omega_ij)` with `g = log`, capped above at `upper_bound` (the paper's
+   `U`). All counts come from `np.bincount`, so a base estimate is O(N k).
+
+The ensemble runs `num_estimators` base estimates at resolutions `epsilon_l = t_l epsilon_0`,
+`t_l` spread geometrically over a factor `resolution_range`, each with a fresh projection and
+shift, and combines them:
+
+- `"median"` (default): the median of the base estimates, the default of the authors' released
+  code and robust to an unlucky hash.
+- `"weighted"`: the paper's weighted ensemble: the minimum-norm weights that sum to 1 and
+  cancel the two leading bias terms of a base estimate, `epsilon^gamma` and `1 / (N epsilon^k)`
+  (see `optimal_ensemble_weights`). It removes the resolution bias (e.g. labels that are a
+  deterministic function of `x` are no longer underestimated) at the price of variance: the
+  weights' norm is about 3.5 for `k = 6` and 15 for `k = 1` at the default `resolution_range`
+  of 2, so widen the range (e.g. 4) when using it. The result is clipped to `[0, H(Y)]`.
+- `"mean"`: the plain average.
+
+We default to the median: it is stable (spread about 0.005 bits over seeds at N = 4000), never
+exceeds `H(Y)` and keeps the random-label control closest to 0 in high dimension; its price is
+a conservative (low) estimate when the label boundary is sharp, since buckets straddling it mix
+labels.
+
+How epsilon_0 is chosen. The paper's rate for the bandwidth, `epsilon ~ N^(-1/(2d))`, makes the
+number of occupied buckets grow like `sqrt(N)`. Rather than the reference's k-NN heuristics, we
+calibrate it directly: epsilon_0 is found by bisection so that the X hash occupies about
+`N / bucket_size` buckets, with `bucket_size = sqrt(N)` by default. This keeps the
+finite-sample bias for independent labels near `(C - 1) / (2 sqrt(N) ln 2)` bits (C classes),
+i.e. about 0 for the random-label control, while buckets stay small enough to separate labels.
+The projected dimension defaults to `k = round(log2(N) / 2)` (about two cells per direction at
+that bucket count), capped at `d`.
+
+`g` has no lower cap (the authors' code floors every edge term at 0.001 bits): negative edge
+terms are kept, so with independent labels the estimate is the small plug-in bias above instead
+of being pushed up by the floor.
+
+Cost: O(N d k) for the projections plus O(N k) per bisection step and per base estimate.
+"""
+
+import math
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+ENSEMBLES = ("median", "weighted", "mean")
+_BUCKETS_PER_SAMPLE = 4  # the paper's c_H: F = c_H * N hash buckets (rounded up to 2^m)
+_BISECTION_STEPS = 16
+_BUCKET_COUNT_TOLERANCE = 0.02  # calibration stops within 2% of the target bucket count
+_BLOCK_ROWS = 2048
+
+
+def edge_mutual_information(
+    representations: np.ndarray,
+    labels: Sequence,
+    *,
+    num_estimators: int = 10,
+    ensemble: str = "median",
+    bucket_size: Optional[float] = None,
+    projection_dim: Optional[int] = None,
+    max_raw_dim: int = 6,
+    resolution_range: float = 2.0,
+    upper_bound: float = 10.0,
+    log_base: float = 2.0,
+    seed: Optional[int] = 0,
+) -> float:
+    """
+    Estimates `I(X; Y)` with EDGE, in bits by default (see the module docstring for the method).
+
+    # Parameters
+
+    representations : `np.ndarray`
+        `(N, d)` continuous features (a 1-D array is one feature).
+    labels : `Sequence`
+        `N` discrete labels of any hashable type (strings, ints).
+    num_estimators : `int`, optional (default = `10`)
+        `L`, the number of base estimates (hash resolutions) in the ensemble.
+    ensemble : `str`, optional (default = `"median"`)
+        How base estimates are combined: `"median"`, `"weighted"` (the paper's optimal weights)
+        or `"mean"`.
+    bucket_size : `float`, optional (default = `sqrt(N)`)
+        Average number of samples per occupied X bucket that sets the base resolution.
+    projection_dim : `int`, optional (default = `round(log2(N) / 2)`, at most `d`)
+        Number of random projections `k` when `d > max_raw_dim`.
+    max_raw_dim : `int`, optional (default = `6`)
+        Up to this many dimensions, coordinates are hashed directly without projection.
+    resolution_range : `float`, optional (default = `2.0`)
+        Ratio between the coarsest and the finest resolution in the ensemble.
+    upper_bound : `float`, optional (default = `10.0`)
+        The cap `U` on every edge's pointwise information, in units of `log_base`.
+    log_base : `float`, optional (default = `2.0`)
+        `2` for bits, `math.e` for nats.
+    seed : `int`, optional (default = `0`)
+        Seed of the random projections, shifts and hashes; `None` draws a fresh one.
+
+    # Returns
+
+    `float`, the estimated mutual information.
+    """
+    # float32 halves the memory traffic; hashing needs no more precision than that.
+    features = np.asarray(representations, dtype=np.float32)
+    if features.ndim == 1:
+        features = features[:, None]
+    if features.ndim != 2:
+        raise ValueError(f"representations must be (N, d); got shape {features.shape}.")
+    label_ids = _encode_labels(labels)
+    num_samples = features.shape[0]
+    if label_ids.shape[0] != num_samples:
+        raise ValueError(
+            f"representations have {num_samples} rows but labels have {label_ids.shape[0]}."
+        )
+    if ensemble not in ENSEMBLES:
+        raise ValueError(f"ensemble is {ensemble!r}; expected one of {', '.join(ENSEMBLES)}.")
+    if num_estimators < 1:
+        raise ValueError(f"num_estimators must be at least 1, got {num_estimators}.")
+    if not np.all(np.isfinite(features)):
+        raise ValueError("representations contain NaN or infinite values.")
+    if num_samples < 2 or label_ids.max() == 0:
+        return 0.0  # one sample, or a single label value: no information to share.
+
+    rng = np.random.default_rng(seed)
+    dim = features.shape[1]
+    mean, spread = _moments(features)
+    if dim > max_raw_dim:
+        default_dim = int(round(math.log2(num_samples) / 2))
+        hashed_dim = max(1, min(dim, projection_dim or default_dim))
+    else:
+        hashed_dim = dim
+        standardised = ((features - mean) / spread).astype(np.float32)
+    target_buckets = num_samples / (bucket_size or math.sqrt(num_samples))
+    num_hash_buckets = 1 << math.ceil(math.log2(_BUCKETS_PER_SAMPLE * num_samples))
+    num_labels = int(label_ids.max()) + 1
+    label_counts = np.bincount(label_ids, minlength=num_labels)
+
+    scales = resolution_range ** np.linspace(-0.5, 0.5, num_estimators)
+    if num_estimators == 1:
+        scales = np.ones(1)
+    estimates = np.empty(num_estimators)
+    for index, scale in enumerate(scales):
+        if dim > max_raw_dim:
+            # Projecting the standardised features, folded into the projection matrix so that
+            # no standardised (N, d) copy is made: ((x - mean) / spread) @ W.
+            projection = rng.standard_normal((dim, hashed_dim)) / spread[:, None]
+            offset = (mean @ projection).astype(np.float32)
+            hashed = _standardise(features @ projection.astype(np.float32) - offset)
+        else:
+            hashed = standardised
+        buckets = _LocalitySensitiveHash(hashed, rng, num_hash_buckets)
+        width = _calibrate_width(buckets, target_buckets, num_hash_buckets)
+        estimates[index] = _dependence_graph_estimate(
+            buckets(width * scale),
+            label_ids,
+            label_counts,
+            num_hash_buckets,
+            upper_bound * math.log(log_base),
+        )
+
+    if ensemble == "median":
+        combined = float(np.median(estimates))
+    elif ensemble == "mean":
+        combined = float(np.mean(estimates))
+    else:
+        weights = optimal_ensemble_weights(scales, hashed_dim)
+        # Extrapolation can overshoot; MI lies in [0, H(Y)].
+        label_entropy = -float(
+            np.sum(label_counts / num_samples * np.log(label_counts / num_samples))
+        )
+        combined = float(np.clip(weights @ estimates, 0.0, label_entropy))
+    return combined / math.log(log_base)
+
+
+def optimal_ensemble_weights(
+    scales: np.ndarray, hashed_dim: int, smoothness: float = 1.0
+) -> np.ndarray:
+    """
+    The bias-cancelling ensemble weights for base estimates at resolutions `t_l * epsilon_0`.
+
+    The paper bounds a base estimate's bias by `c_1 epsilon^gamma + c_2 / (N epsilon^k)`
+    (resolution bias plus the finite-sample bias of small buckets). The weights are the
+    minimum-norm `w` with `sum_l w_l = 1`, `sum_l w_l t_l^gamma = 0` and
+    `sum_l w_l t_l^(-k) = 0`, so both leading terms cancel whatever `c_1`, `c_2` are; the
+    minimum norm keeps the variance they add (a factor `||w||_2` on the spread) as small as
+    possible. Returns the `L` weights; with fewer than 3 estimates, uniform weights.
+    """
+    scales = np.asarray(scales, dtype=np.float64)
+    count = scales.shape[0]
+    if count < 3:
+        return np.full(count, 1.0 / count)
+    constraints = np.stack([np.ones(count), scales**smoothness, scales ** (-float(hashed_dim))])
+    targets = np.array([1.0, 0.0, 0.0])
+    # Minimum-norm solution of constraints @ w = targets.
+    weights, *_ = np.linalg.lstsq(constraints, targets, rcond=None)
+    return weights
+
+
+def _encode_labels(labels: Sequence) -> np.ndarray:
+    values = np.asarray(labels)
+    if values.ndim != 1:
+        values = values.reshape(len(values), -1)
+        if values.shape[1] != 1:
+            raise ValueError(f"labels must be one discrete value per sample; got {values.shape}.")
+        values = values[:, 0]
+    if values.dtype.kind == "f" and not np.all(np.equal(np.mod(values, 1), 0)):
+        raise ValueError(
+            "labels look continuous (non-integer floats). EDGE here needs discrete labels: "
+            "bin regression scores first (e.g. `discretise_scores`)."
+        )
+    _, inverse = np.unique(values, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)
+
+
+def discretise_scores(scores: Sequence[float], num_bins: int = 5) -> np.ndarray:
+    """
+    Bins real-valued labels (STS-B, SICK-R scores) into `num_bins` equal-frequency bins (edges at
+    the score quantiles; tied scores stay in one bin), so they can be used as discrete labels.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    edges = np.unique(np.quantile(values, np.linspace(0, 1, num_bins + 1)[1:-1]))
+    return np.searchsorted(edges, values, side="right")
+
+
+def _moments(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and standard deviation (float64); constant columns get deviation 1."""
+    # In row blocks: a float64 copy of all of `values` would fall out of the cache at large N.
+    blocks = range(0, values.shape[0], _BLOCK_ROWS)
+    total = np.zeros(values.shape[1])
+    for start in blocks:
+        total += values[start : start + _BLOCK_ROWS].sum(axis=0, dtype=np.float64)
+    mean = total / values.shape[0]
+    squares = np.zeros(values.shape[1])
+    for start in blocks:
+        block = values[start : start + _BLOCK_ROWS].astype(np.float64) - mean
+        squares += np.einsum("ij,ij->j", block, block)
+    spread = np.sqrt(squares / values.shape[0])
+    spread[spread <= 1e-6 * np.maximum(1.0, np.abs(mean))] = 1.0
+    return mean, spread
+
+
+def _standardise(values: np.ndarray) -> np.ndarray:
+    mean, spread = _moments(values)
+    return ((values - mean) / spread).astype(np.float32)
+
+
+class _LocalitySensitiveHash:
+    """
+    `H2(H1(z))` for standardised (projected) features `z` at a given width: `H1` quantises every
+    coordinate with a random shift, `H2` maps the integer cell vector to `[0, num_buckets)`.
+    """
+
+    def __init__(self, features: np.ndarray, rng: np.random.Generator, num_buckets: int) -> None:
+        dim = features.shape[1]
+        self.columns = np.ascontiguousarray(features.T)  # (k, N): one contiguous row per axis
+        self.shift = rng.random(dim).astype(np.float32)[:, None]
+        # Odd 64-bit multipliers: a random linear hash of the cell vector, then multiply-shift.
+        self.multipliers = rng.integers(1, 2**62, size=dim, dtype=np.uint64) * np.uint64(2) + 1
+        self.mixer = rng.integers(1, 2**62, size=1, dtype=np.uint64) * np.uint64(2) + 1
+        self.bucket_shift = np.uint64(64 - int(math.log2(num_buckets)))
+
+    def __call__(self, width: float) -> np.ndarray:
+        scaled = self.columns * np.float32(1.0 / width)
+        scaled += self.shift
+        np.floor(scaled, out=scaled)
+        cells = scaled.astype(np.int64).view(np.uint64)
+        # uint64 products and sums wrap modulo 2^64, which is what a hash wants.
+        combined = cells[0] * self.multipliers[0]
+        for axis in range(1, cells.shape[0]):
+            combined += cells[axis] * self.multipliers[axis]
+        combined ^= combined >> np.uint64(31)
+        combined *= self.mixer
+        combined >>= self.bucket_shift
+        return combined.view(np.int64)
+
+
+def _calibrate_width(buckets, target: float, num_hash_buckets: int) -> float:
+    """Bisection on log(width) for about `target` occupied buckets (fewer as width grows)."""
+
+    def occupied(width: float) -> int:
+        return int(np.count_nonzero(np.bincount(buckets(width), minlength=num_hash_buckets)))
+
+    # Widths are in units of the standardised coordinates' standard deviation.
+    low, high = math.log(1e-3), math.log(1e3)
+    middle = 0.0
+    for _ in range(_BISECTION_STEPS):
+        count = occupied(math.exp(middle))
+        if abs(count - target) <= _BUCKET_COUNT_TOLERANCE * target:
+            break
+        if count > target:
+            low = middle
+        else:
+            high = middle
+        middle = 0.5 * (low + high)
+    return math.exp(middle)
+
+
+def _dependence_graph_estimate(
+    x_buckets: np.ndarray,
+    label_ids: np.ndarray,
+    label_counts: np.ndarray,
+    num_hash_buckets: int,
+    upper_bound_nats: float,
+) -> float:
+    """`sum_ij (N_ij / N) min(log omega_ij, U)` in nats, summed per sample (one edge each)."""
+    num_samples = x_buckets.shape[0]
+    num_labels = label_counts.shape[0]
+    bucket_counts = np.bincount(x_buckets, minlength=num_hash_buckets)
+    joint_ids = x_buckets * num_labels + label_ids
+    joint_counts = np.bincount(joint_ids, minlength=num_hash_buckets * num_labels)
+    weights = (
+        joint_counts[joint_ids].astype(np.float64)
+        * num_samples
+        / (bucket_counts[x_buckets] * label_counts[label_ids].astype(np.float64))
+    )
+    pointwise = np.minimum(np.log(weights), upper_bound_nats)
+    return float(pointwise.mean())

@@ -1,0 +1,12 @@
+"""Subcommands added to `allennlp`: `probe` (per-layer diagnostic classifiers), `mi` (EDGE
+mutual information per layer), `tune-report`, `tune-grid` and `tune-search`. Importing this
+package registers them; their heavy dependencies (scikit-learn, matplotlib, Optuna) load only
+when a command runs."""
+
+from allennlp_tune.commands.mi import MutualInformation
+from allennlp_tune.commands.probe import Probe
+from allennlp_tune.commands.tune_grid import TuneGrid
+from allennlp_tune.commands.tune_report import TuneReport
+from allennlp_tune.commands.tune_search import TuneSearch
+
+__all__ = ["MutualInformation", "Probe", "TuneGrid", "TuneReport", "TuneSearch"]

@@ -1,0 +1,52 @@
+"""`allennlp mi` end to end on fixtures: pretrained tiny BERT and a fine-tuned archive."""
+
+import json
+
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+
+def mi_args(task_files, task: str, out, *extra: str):
+    return [
+        "mi",
+        "--reader",
+        task,
+        "--dev-file",
+        task_files(task)[1],
+        "--output-dir",
+        str(out),
+        *extra,
+    ]
+
+
+def test_mi_pretrained_and_fine_tuned(
+    run_allennlp, task_files, check_png, tmp_path, tiny_bert, sst2_archive
+):
+    args = mi_args(
+        task_files, "sst2", tmp_path, "--model-name", tiny_bert, "--archive", str(sst2_archive)
+    )
+    run_allennlp(*args)
+    results = json.loads((tmp_path / "mi.json").read_text())
+    assert results["units"] == "bits" and results["estimator"]["ensemble"] == "median"
+    assert results["labels"] == "2 classes"
+    for model in results["models"].values():
+        assert model["layers"] == [0, 1, 2, 3, 4] and model["num_dev"] == 6
+        # At most H(Y) <= 1 bit for two classes.
+        assert all(0.0 <= value <= 1.0 for value in model["mi"] + model["random_label_mi"])
+    check_png(tmp_path / "mi.png")
+
+
+def test_mi_bins_regression_scores(run_allennlp, task_files, tmp_path, tiny_bert):
+    extra = ["--model-name", tiny_bert, "--score-bins", "2", "--ensemble", "weighted"]
+    run_allennlp(*mi_args(task_files, "sts_b", tmp_path, *extra))
+    results = json.loads((tmp_path / "mi.json").read_text())
+    assert results["labels"].startswith("real-valued scores binned into 2 equal-frequency bins")
+    assert len(results["models"]["pretrained"]["mi"]) == 5
+
+
+def test_mi_reports_bad_inputs(run_allennlp, task_files, tmp_path, tiny_bert):
+    with pytest.raises(ConfigurationError, match="Give --model-name"):
+        run_allennlp(*mi_args(task_files, "sst2", tmp_path))
+    with pytest.raises(ConfigurationError, match="--score-bins must be at least 2"):
+        extra = ["--model-name", tiny_bert, "--score-bins", "1"]
+        run_allennlp(*mi_args(task_files, "sts_b", tmp_path, *extra))
