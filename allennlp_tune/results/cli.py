@@ -1,0 +1,213 @@
+"""
+Arguments and entry points of `allennlp tune-report`, `tune-grid` and `tune-search`.
+
+The subcommands in `allennlp_tune/commands/` only register these with AllenNLP. Errors a user
+can cause end the command with one line naming what was wrong (exit code 2); tune-grid exits
+with 1 when a run failed and 130 when interrupted, after saying what will rerun.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from allennlp.common.checks import ConfigurationError
+
+
+def _fail(command: str, error: Exception) -> None:
+    print(f"allennlp {command}: {error}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _add_output_arguments(subparser: argparse.ArgumentParser) -> None:
+    subparser.add_argument("--html", metavar="FILE", help="also write the report as HTML")
+    subparser.add_argument("--png", metavar="FILE", help="also draw the tables into a PNG")
+    subparser.add_argument(
+        "--split",
+        choices=("validation", "test"),
+        default="validation",
+        help="score runs by best_validation_<metric> (default) or test_<metric> in metrics.json",
+    )
+
+
+def _print_report(dirs, args: argparse.Namespace) -> None:
+    from allennlp_tune.results.report import (
+        render_html,
+        render_markdown,
+        render_png,
+        report_from_dirs,
+    )
+
+    report = report_from_dirs(dirs, split=args.split)
+    print(render_markdown(report), end="")
+    if args.html:
+        Path(args.html).write_text(render_html(report), encoding="utf-8")
+        print(f"\nWrote {args.html}")
+    if args.png:
+        render_png(report, args.png)
+        print(f"Wrote {args.png}")
+
+
+# tune-report ---------------------------------------------------------------------------------
+
+REPORT_DESCRIPTION = """Render the paper's Table 2 (feature extraction vs fine-tuning per task,
+mean ± std over seeds, delta, the paper's numbers) from run directories: every folder under DIRS
+that holds config.json or tune_run.json. Markdown to stdout."""
+
+
+def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    subparser = parser.add_parser(name, description=REPORT_DESCRIPTION, help=REPORT_DESCRIPTION)
+    subparser.add_argument("dirs", nargs="+", metavar="DIR", help="folders searched for runs")
+    _add_output_arguments(subparser)
+    subparser.set_defaults(func=report_main)
+    return subparser
+
+
+def report_main(args: argparse.Namespace) -> None:
+    try:
+        _print_report(args.dirs, args)
+    except (FileNotFoundError, ConfigurationError) as error:
+        _fail("tune-report", error)
+
+
+# tune-grid -----------------------------------------------------------------------------------
+
+GRID_DESCRIPTION = """Train configs x seeds into RESULTS_DIR/<config_stem>/seed_<k> (allennlp
+train in a subprocess, TUNE_SEED and --ext-var set in its environment), skipping runs that
+completed, so an interrupted grid resumes; then print the report."""
+
+
+def add_grid_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    subparser = parser.add_parser(name, description=GRID_DESCRIPTION, help=GRID_DESCRIPTION)
+    subparser.add_argument(
+        "configs", nargs="+", metavar="CONFIG", help="config files or globs (quote globs)"
+    )
+    subparser.add_argument(
+        "--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds (TUNE_SEED), default 1 2 3"
+    )
+    subparser.add_argument("--results-dir", required=True, type=Path, help="where runs go")
+    subparser.add_argument(
+        "--ext-var",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an ext var for every run (repeatable), e.g. --ext-var TUNE_EPOCHS=3",
+    )
+    subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides for every run")
+    subparser.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="do not retry runs that failed before (default: retry them)",
+    )
+    subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_output_arguments(subparser)
+    subparser.set_defaults(func=grid_main)
+    return subparser
+
+
+def grid_main(args: argparse.Namespace) -> None:
+    from allennlp_tune.results.grid import expand_configs, parse_ext_vars, run_grid
+
+    try:
+        configs = expand_configs(args.configs)
+        ext_vars = parse_ext_vars(args.ext_var)
+    except ConfigurationError as error:
+        _fail("tune-grid", error)
+    try:
+        result = run_grid(
+            configs,
+            args.seeds,
+            args.results_dir,
+            ext_vars=ext_vars,
+            overrides=args.overrides,
+            keep_failed=args.keep_failed,
+            progress=not args.no_progress,
+        )
+    except KeyboardInterrupt:
+        print(
+            "\nallennlp tune-grid: interrupted. Completed runs are kept; run the same command "
+            "again to rerun only the unfinished ones.",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    print(
+        f"tune-grid: {len(result.trained)} trained, {len(result.skipped)} already complete, "
+        f"{len(result.failed)} failed.\n",
+        file=sys.stderr,
+    )
+    _print_report([args.results_dir], args)
+    if result.failed:
+        sys.exit(1)
+
+
+# tune-search ---------------------------------------------------------------------------------
+
+SEARCH_DESCRIPTION = """Optuna search over a config's ext-var hyperparameters, trials trained in
+this process with per-epoch pruning; SQLite storage by default, any Optuna RDB URL to share one
+study between workers. Writes RESULTS_DIR/<study>/best_params.json and best_params.env."""
+
+
+def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    subparser = parser.add_parser(name, description=SEARCH_DESCRIPTION, help=SEARCH_DESCRIPTION)
+    subparser.add_argument("config", type=Path, metavar="CONFIG", help="the config to tune")
+    subparser.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        metavar="NAME=SPEC",
+        help="a searched ext var (repeatable): NAME=low:high, NAME=low:high:log (float; "
+        "integer when both bounds are integers) or NAME=choice1,choice2",
+    )
+    subparser.add_argument("--trials", type=int, required=True, help="trials for this worker")
+    subparser.add_argument("--study-name", required=True, help="the study (shared by workers)")
+    subparser.add_argument(
+        "--storage",
+        default=None,
+        help="Optuna storage URL (default sqlite:///RESULTS_DIR/optuna.db), e.g. "
+        "postgresql://user@host:5432/db to share the study between machines",
+    )
+    subparser.add_argument("--results-dir", required=True, type=Path, help="where trials go")
+    subparser.add_argument(
+        "--pruning", action="store_true", help="stop trials worse than the median at an epoch"
+    )
+    subparser.add_argument("--seed", type=int, default=1, help="TUNE_SEED of every trial")
+    subparser.add_argument(
+        "--ext-var", action="append", default=[], metavar="KEY=VALUE", help="a fixed ext var"
+    )
+    subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides")
+    subparser.add_argument("--sampler-seed", type=int, default=None, help="seed of TPE")
+    subparser.set_defaults(func=search_main)
+    return subparser
+
+
+def search_main(args: argparse.Namespace) -> None:
+    import optuna
+
+    from allennlp_tune.results.grid import parse_ext_vars
+    from allennlp_tune.results.search import SearchParam, describe, run_search
+
+    try:
+        params = [SearchParam.parse(spec) for spec in args.param]
+        ext_vars = parse_ext_vars(args.ext_var)
+        if args.trials < 1:
+            raise ConfigurationError(f"--trials {args.trials}: give at least 1.")
+        sampler = (
+            optuna.samplers.TPESampler(seed=args.sampler_seed)
+            if args.sampler_seed is not None
+            else None
+        )
+        result = run_search(
+            args.config,
+            params,
+            trials=args.trials,
+            study_name=args.study_name,
+            results_dir=args.results_dir,
+            storage=args.storage,
+            pruning=args.pruning,
+            ext_vars=ext_vars,
+            seed=args.seed,
+            overrides=args.overrides,
+            sampler=sampler,
+        )
+    except ConfigurationError as error:
+        _fail("tune-search", error)
+    print(describe(result))

@@ -1,0 +1,267 @@
+"""
+Run directories: how a training run is found, identified and judged finished.
+
+A *run directory* is an AllenNLP serialization directory (it holds `config.json`) or a directory
+that tune-grid / tune-search wrote a `tune_run.json` into (a run that failed before AllenNLP
+created its files has only that and its log).
+
+A run is identified as (task, encoder, mode, variant, seed):
+
+1. from `tune_run.json` when present (tune-grid and tune-search write it);
+2. else from the name of the run directory or of its parent, which follows the config names
+   `<task>_<encoder>_<mode>[_<variant>]` (`sick_e_bert_ft`, `conll2003_elmo_fe_crf`), so both
+   `runs/sick_e_bert_ft/seed_1` (tune-grid's layout) and `runs/sick_e_bert_ft_seed1` work.
+   The seed comes from `random_seed` in `config.json`, else from a `seed_<k>` / `seed<k>` name.
+
+task is one of `TASKS`, mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf`
+stack-then-finetune) and encoder any lower-case word (`elmo`, `bert`, `minilm`). A run whose
+name does not follow the pattern is still reported, under its path.
+
+The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
+`split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
+its sign (the first one when it is a list; AllenNLP's default is `-loss`).
+"""
+
+import datetime
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+# The paper's task order (Table 2).
+TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
+MODES = ("fe", "ft", "sf")
+
+RUN_INFO_NAME = "tune_run.json"
+RUN_LOG_NAME = "tune_train.log"
+CONFIG_NAME = "config.json"
+METRICS_NAME = "metrics.json"
+ARCHIVE_NAME = "model.tar.gz"
+
+# Statuses of a run, in the order a report lists them.
+OK = "ok"
+MISSING_METRIC = "missing metric"
+FAILED = "failed"
+PRUNED = "pruned"
+INCOMPLETE = "incomplete"
+STATUSES = (OK, MISSING_METRIC, FAILED, PRUNED, INCOMPLETE)
+
+_NAME_PATTERN = re.compile(
+    r"^(?P<task>" + "|".join(TASKS) + r")_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
+    r"(?:[_\-.](?P<variant>.+))?$"
+)
+_SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")
+# tune-grid and tune-search move a partial or failed attempt aside under this name before
+# rerunning it; the report ignores such directories (and says how many it ignored).
+SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed)-\d{8}T\d{6}")
+
+
+@dataclass(frozen=True)
+class RunName:
+    """What a config stem or run directory name says about a run."""
+
+    task: str
+    encoder: str
+    mode: str
+    variant: Optional[str] = None
+
+
+def parse_run_name(name: str) -> Tuple[Optional[RunName], Optional[int]]:
+    """
+    Splits `sick_e_bert_ft_bilstm_seed2` into `RunName("sick_e", "bert", "ft", "bilstm")` and
+    seed 2. Either part is `None` when the name does not carry it.
+    """
+    seed = None
+    seed_match = _SEED_NAME.match(name)
+    if seed_match:
+        name, seed = seed_match.group("rest"), int(seed_match.group("seed"))
+    match = _NAME_PATTERN.match(name)
+    if match is None:
+        return None, seed
+    return RunName(match["task"], match["encoder"], match["mode"], match["variant"]), seed
+
+
+def config_stem(config: Path) -> str:
+    """`training_config/sick_e_bert_ft.jsonnet` -> `sick_e_bert_ft`."""
+    name = Path(config).name
+    for suffix in (".jsonnet", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def metric_of_config(config: Dict[str, Any]) -> Tuple[str, bool]:
+    """The primary metric's name and whether higher is better, from a config's trainer."""
+    metric = (config.get("trainer") or {}).get("validation_metric", "-loss")
+    if isinstance(metric, list):
+        metric = metric[0] if metric else "-loss"
+    metric = str(metric)
+    if metric[:1] not in "+-" or len(metric) < 2:
+        # AllenNLP itself rejects this; a hand-made config.json might still have it.
+        return metric, True
+    return metric[1:], metric[0] == "+"
+
+
+@dataclass
+class Run:
+    """One training run, as the report sees it. `value` is the raw metric (0.918, not 91.8)."""
+
+    path: Path
+    name: Optional[RunName]
+    seed: Optional[int]
+    status: str
+    metric: Optional[str] = None
+    higher_is_better: bool = True
+    value: Optional[float] = None
+    log: Optional[str] = None
+    detail: Optional[str] = None
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+def read_json(path: Path) -> Optional[Dict[str, Any]]:
+    """A JSON object from `path`, or `None` if the file is absent, unreadable or not an object."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def write_json(path: Path, data: Dict[str, Any]) -> None:
+    """Writes atomically (temp file + rename), so a kill never leaves half a `tune_run.json`."""
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def is_complete(run_dir: Path) -> bool:
+    """A tune-grid run is complete when it has its archive, its metrics and status "ok"."""
+    info = read_json(run_dir / RUN_INFO_NAME) or {}
+    return (
+        info.get("status") == OK
+        and (run_dir / ARCHIVE_NAME).is_file()
+        and (run_dir / METRICS_NAME).is_file()
+    )
+
+
+def timestamp() -> str:
+    return datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+
+
+def move_aside(run_dir: Path, reason: str) -> Path:
+    """
+    Renames `run_dir` to `<run_dir>.<reason>-<timestamp>` (reason "incomplete" or "failed") so
+    it can be rerun without deleting anything a user might want to look at.
+    """
+    target = run_dir.with_name(f"{run_dir.name}.{reason}-{timestamp()}")
+    suffix = 1
+    while target.exists():
+        suffix += 1
+        target = run_dir.with_name(f"{run_dir.name}.{reason}-{timestamp()}-{suffix}")
+    os.replace(run_dir, target)
+    return target
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / CONFIG_NAME).is_file() or (path / RUN_INFO_NAME).is_file()
+
+
+def find_run_dirs(roots: Iterable[Path]) -> Tuple[List[Path], int]:
+    """
+    Run directories under `roots` (recursively; a run directory's own subfolders are not
+    searched), sorted and without duplicates, and the number of superseded attempts skipped.
+    Raises `FileNotFoundError` naming a root that does not exist.
+    """
+    found = set()
+    superseded = 0
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            raise FileNotFoundError(f"{root}: no such directory (expected a folder of runs)")
+        if is_run_dir(root):
+            found.add(root.resolve())
+            continue
+        for current, subdirs, _ in os.walk(root):
+            kept = []
+            for name in sorted(subdirs):
+                path = Path(current) / name
+                if name.startswith("."):
+                    continue
+                if SUPERSEDED_PATTERN.search(name):
+                    superseded += 1
+                elif is_run_dir(path):
+                    found.add(path.resolve())
+                else:
+                    kept.append(name)
+            subdirs[:] = kept
+    return sorted(found), superseded
+
+
+def _identify(run_dir: Path, info: Dict[str, Any]) -> Tuple[Optional[RunName], Optional[int]]:
+    if info.get("task") and info.get("encoder") and info.get("mode"):
+        name = RunName(info["task"], info["encoder"], info["mode"], info.get("variant"))
+        return name, info.get("seed")
+    for candidate in (run_dir.name, run_dir.parent.name):
+        name, seed = parse_run_name(candidate)
+        if name is not None:
+            if seed is None:
+                _, seed = parse_run_name(run_dir.name)
+            return name, seed
+    return None, parse_run_name(run_dir.name)[1]
+
+
+def load_run(run_dir: Path, split: str = "validation") -> Run:
+    """Reads one run directory; never raises for a broken run, it says so in `status`."""
+    info = read_json(run_dir / RUN_INFO_NAME) or {}
+    config = read_json(run_dir / CONFIG_NAME) or {}
+    metrics = read_json(run_dir / METRICS_NAME)
+    name, seed = _identify(run_dir, info)
+    if seed is None and isinstance(config.get("random_seed"), int):
+        seed = config["random_seed"]
+    if info.get("seed") is not None:
+        seed = info["seed"]
+    log = info.get("log")
+    if log is not None and not os.path.isabs(log):
+        log = str(run_dir / log)
+    elif log is None and (run_dir / "out.log").is_file():
+        log = str(run_dir / "out.log")
+    run = Run(path=run_dir, name=name, seed=seed, status=INCOMPLETE, log=log, info=info)
+    if config:
+        run.metric, run.higher_is_better = metric_of_config(config)
+    elif info.get("metric"):
+        run.metric, run.higher_is_better = metric_of_config(
+            {"trainer": {"validation_metric": info["metric"]}}
+        )
+
+    recorded = info.get("status")
+    if recorded in (FAILED, PRUNED):
+        run.status = recorded
+        run.detail = info.get("error")
+        return run
+    if metrics is None:
+        # No metrics.json: killed, crashed outside tune-grid, or still training.
+        run.detail = "no metrics.json (killed, crashed or still running)"
+        return run
+    key = ("best_validation_" if split == "validation" else "test_") + str(run.metric)
+    value = metrics.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        run.status, run.value = OK, float(value)
+    elif isinstance(value, float):
+        run.status = MISSING_METRIC
+        run.detail = f"{key} is {value} in metrics.json (constant predictions?)"
+    else:
+        run.status = MISSING_METRIC
+        run.detail = f"metrics.json has no {key!r}"
+    return run
+
+
+def load_runs(roots: Iterable[Path], split: str = "validation") -> Tuple[List[Run], int]:
+    """All runs under `roots` and the number of superseded attempts that were skipped."""
+    run_dirs, superseded = find_run_dirs(roots)
+    return [load_run(run_dir, split) for run_dir in run_dirs], superseded

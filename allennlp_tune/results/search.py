@@ -1,0 +1,509 @@
+"""
+tune-search: Optuna search over a config's ext-var hyperparameters, with pruning.
+
+Each `--param` names an ext var the config reads with `std.extVar` and its range:
+
+- `TUNE_LR=1e-5:1e-3:log` a float range sampled on a log scale (`TUNE_DROPOUT=0.0:0.5`: linear);
+- `TUNE_EPOCHS=1:4` an integer range (both bounds integers; `:log` works too);
+- `TUNE_BATCH_SIZE=8,16,32` a choice among strings.
+
+Values reach the config as strings, like every ext var (read numbers with `std.parseJson`).
+`TUNE_SEED` is the seed (`--seed`, default 1); `--ext-var KEY=VALUE` fixes others.
+
+Trials run one after another in the worker process: AllenNLP's `train_model` with the trial's
+ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok",
+"pruned" or "failed"). The objective is the trainer's `validation_metric` (its sign gives the
+direction), read as `best_validation_<metric>` from the trial's `metrics.json`. tune-search adds
+the `optuna_pruning` callback to the trainer, which reports the validation metric to the trial
+after every epoch; with `--pruning` a median pruner stops a trial after an epoch (from the
+second on) whose metric is worse than the median of earlier trials at that epoch, once 3 trials
+have finished. Training in-process is what makes per-epoch pruning a simple callback.
+
+Storage is `sqlite:///DIR/optuna.db` by default. Any Optuna RDB URL works: with
+`postgresql://user@host/db` several processes or machines run workers of one study (same
+`--study-name`, `load_if_exists`); `--trials` counts the trials of this worker. A worker that is
+killed leaves its trial "RUNNING" in the storage; other workers are not affected.
+
+When a worker finishes, the study's best trial (over all workers) is written to
+`DIR/<study>/best_params.json` and, ready to reuse, to `DIR/<study>/best_params.env`
+(`export TUNE_LR=...` lines: `source` it, then `allennlp train` or `allennlp tune-grid`).
+"""
+
+import gc
+import importlib.util
+import json
+import logging
+import math
+import os
+import random
+import shlex
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.training.callbacks.callback import TrainerCallback
+
+from allennlp_tune.results.runs import (
+    FAILED,
+    METRICS_NAME,
+    OK,
+    PRUNED,
+    RUN_INFO_NAME,
+    config_stem,
+    metric_of_config,
+    move_aside,
+    parse_run_name,
+    read_json,
+    timestamp,
+    write_json,
+)
+
+logger = logging.getLogger(__name__)
+
+SEED_EXT_VAR = "TUNE_SEED"
+BEST_PARAMS_JSON = "best_params.json"
+BEST_PARAMS_ENV = "best_params.env"
+
+
+def _is_int_literal(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class SearchParam:
+    """One searched ext var: a float or integer range, or a list of string choices."""
+
+    name: str
+    low: Optional[float] = None
+    high: Optional[float] = None
+    log: bool = False
+    integer: bool = False
+    choices: Optional[Tuple[str, ...]] = None
+
+    @classmethod
+    def parse(cls, spec: str) -> "SearchParam":
+        """`NAME=low:high[:log]` or `NAME=choice1,choice2,...`; errors say what was expected."""
+        usage = (
+            f"--param {spec!r}: expected NAME=low:high, NAME=low:high:log or "
+            "NAME=choice1,choice2 (e.g. TUNE_LR=1e-5:1e-3:log, TUNE_EPOCHS=1:4, "
+            "TUNE_DROPOUT=0.0,0.1,0.3)"
+        )
+        name, equals, values = spec.partition("=")
+        if not equals or not name.isidentifier() or not values:
+            raise ConfigurationError(usage)
+        if name == SEED_EXT_VAR:
+            raise ConfigurationError(f"--param {name}: the seed is --seed, not a hyperparameter.")
+        if ":" in values:
+            parts = values.split(":")
+            log = len(parts) == 3 and parts[2] == "log"
+            if len(parts) not in (2, 3) or (len(parts) == 3 and not log):
+                raise ConfigurationError(usage)
+            try:
+                low, high = float(parts[0]), float(parts[1])
+            except ValueError:
+                raise ConfigurationError(usage) from None
+            if not low < high:
+                raise ConfigurationError(f"--param {spec!r}: low ({low}) must be below high.")
+            if log and low <= 0:
+                raise ConfigurationError(f"--param {spec!r}: a log range needs low > 0.")
+            integer = _is_int_literal(parts[0]) and _is_int_literal(parts[1])
+            return cls(name, low, high, log=log, integer=integer)
+        choices = tuple(choice.strip() for choice in values.split(","))
+        if len(choices) < 2 or not all(choices):
+            raise ConfigurationError(
+                f"{usage}. For a fixed value use --ext-var {name}={values} instead."
+            )
+        return cls(name, choices=choices)
+
+    def suggest(self, trial: Any) -> str:
+        """Asks the trial for a value and returns it as the ext var string."""
+        if self.choices is not None:
+            return str(trial.suggest_categorical(self.name, list(self.choices)))
+        if self.integer:
+            return str(trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log))
+        return repr(trial.suggest_float(self.name, self.low, self.high, log=self.log))
+
+    def examples(self) -> Tuple[str, str]:
+        """Two different values, to check that the config reads this ext var."""
+        if self.choices is not None:
+            return self.choices[0], self.choices[-1]
+        if self.integer:
+            return str(int(self.low)), str(int(self.high))
+        return repr(self.low), repr(self.high)
+
+
+@dataclass
+class _ActiveTrial:
+    trial: Any
+    metric: str
+
+
+# The trial this process is training, set by `run_search` around `train_model`.
+_ACTIVE: Optional[_ActiveTrial] = None
+
+
+@TrainerCallback.register("optuna_pruning")
+class OptunaPruningCallback(TrainerCallback):
+    """
+    After every epoch, reports the validation metric to the Optuna trial that tune-search is
+    training, and stops the training (raising `optuna.TrialPruned`) when the study's pruner
+    says so. tune-search adds it to every trial's trainer; anywhere else (a trial's
+    `config.json` trained again with `allennlp train`) it does nothing.
+
+    Registered as a `TrainerCallback` with name "optuna_pruning".
+
+    ```jsonnet
+    "trainer": {"callbacks": [{"type": "optuna_pruning"}]},
+    ```
+
+    # Parameters
+
+    serialization_dir : `str`
+        Given by the trainer.
+    """
+
+    def on_epoch(
+        self,
+        trainer: Any,
+        metrics: Dict[str, Any],
+        epoch: int,
+        is_primary: bool = True,
+        **kwargs,
+    ) -> None:
+        active = _ACTIVE
+        if active is None or not is_primary:
+            return
+        value = metrics.get(f"validation_{active.metric}")
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            return  # no validation this epoch, or an undefined metric (constant predictions)
+        active.trial.report(float(value), step=epoch)
+        if active.trial.should_prune():
+            import optuna
+
+            raise optuna.TrialPruned(
+                f"pruned after epoch {epoch}: validation {active.metric} = {value:.4f}"
+            )
+
+
+def _load_params(config: Path, ext_vars: Dict[str, str], overrides: Optional[str]):
+    from allennlp.common.params import Params
+
+    try:
+        return Params.from_file(str(config), overrides or "", ext_vars)
+    except RuntimeError as error:  # Jsonnet's errors, e.g. an ext var that is not set
+        raise ConfigurationError(
+            f"{config} does not evaluate with ext vars {sorted(ext_vars)}: {error}".strip()
+        ) from None
+
+
+def check_config(
+    config: Path,
+    params: Sequence[SearchParam],
+    ext_vars: Dict[str, str],
+    overrides: Optional[str] = None,
+) -> Tuple[str, bool]:
+    """
+    Evaluates the config before any trial: it must evaluate, and each searched ext var must
+    change it (a misspelt `--param` would search nothing). Returns (metric, higher is better).
+    """
+    base = {**ext_vars, **{param.name: param.examples()[0] for param in params}}
+    evaluated = _load_params(config, base, overrides).as_dict(quiet=True)
+    for param in params:
+        changed = _load_params(config, {**base, param.name: param.examples()[1]}, overrides)
+        if changed.as_dict(quiet=True) == evaluated:
+            raise ConfigurationError(
+                f"--param {param.name}: {config} does not change when {param.name} does; "
+                f'does it read std.extVar("{param.name}")?'
+            )
+    return metric_of_config(evaluated)
+
+
+def _train_trial(
+    config: Path, run_dir: Path, ext_vars: Dict[str, str], overrides: Optional[str]
+) -> None:
+    from allennlp.commands.train import train_model
+    from allennlp.common.params import Params
+
+    raw = _load_params(config, ext_vars, overrides).as_dict(quiet=True)
+    trainer = raw.setdefault("trainer", {})
+    trainer["callbacks"] = list(trainer.get("callbacks") or []) + [{"type": "optuna_pruning"}]
+    # train_model points the root logger at the trial's out.log; put it back afterwards.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        train_model(Params(raw), serialization_dir=str(run_dir), file_friendly_logging=True)
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        _release_gpu_memory()
+
+
+def _release_gpu_memory() -> None:
+    # The trainer and its callbacks reference each other, so a trial's model can outlive it
+    # until the next collection: free it before the next trial needs the GPU. (On CPU this
+    # would only cost time.)
+    import torch
+
+    if torch.cuda.is_available():
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def storage_with_driver(storage: str) -> str:
+    """
+    `postgresql://...` with the PostgreSQL driver that is installed: SQLAlchemy 2.1 reads a bare
+    `postgresql://` as psycopg 3, and the lock pins psycopg2 (`postgres://` is accepted too).
+    A URL that names its driver (`postgresql+psycopg://`) is left alone.
+    """
+    scheme, separator, rest = storage.partition("://")
+    if separator and scheme in ("postgresql", "postgres"):
+        installed = importlib.util.find_spec
+        if installed("psycopg") is None and installed("psycopg2") is not None:
+            return f"postgresql+psycopg2://{rest}"
+        return f"postgresql://{rest}"
+    return storage
+
+
+def _open_study(storage: str, study_name: str, direction: str, sampler, pruner):
+    import optuna
+    from sqlalchemy.exc import SQLAlchemyError
+
+    # Workers starting together may race to create the tables or the study; retry a little.
+    for attempt in range(5):
+        try:
+            return optuna.create_study(
+                storage=storage,
+                study_name=study_name,
+                direction=direction,
+                load_if_exists=True,
+                sampler=sampler,
+                pruner=pruner,
+            )
+        except SQLAlchemyError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5 + random.random())
+    raise AssertionError("unreachable")
+
+
+def _public_url(storage: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(storage).render_as_string(hide_password=True)
+    except Exception:  # not a URL sqlalchemy knows: show it as given
+        return storage
+
+
+@dataclass
+class SearchResult:
+    study: Any
+    best_json: Optional[Path] = None
+    best_env: Optional[Path] = None
+    trial_states: Dict[str, int] = field(default_factory=dict)
+
+
+def write_best_params(
+    study: Any,
+    study_dir: Path,
+    storage: str,
+    config: Path,
+    metric: str,
+    fixed_ext_vars: Dict[str, str],
+    seed: int,
+) -> Tuple[Path, Path]:
+    """Writes the study's best trial as `best_params.json` and `best_params.env`."""
+    best = study.best_trial
+    searched = best.user_attrs.get("ext_vars") or {
+        name: repr(value) if isinstance(value, float) else str(value)
+        for name, value in best.params.items()
+    }
+    states: Dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
+    data = {
+        "study_name": study.study_name,
+        "storage": _public_url(storage),
+        "config": str(config),
+        "metric": metric,
+        "direction": study.direction.name.lower(),
+        "value": best.value,
+        "trial": best.number,
+        "run_dir": best.user_attrs.get("run_dir"),
+        "ext_vars": searched,
+        "fixed_ext_vars": fixed_ext_vars,
+        "seed": seed,
+        "trials": states,
+    }
+    best_json = study_dir / BEST_PARAMS_JSON
+    write_json(best_json, data)
+    best_env = study_dir / BEST_PARAMS_ENV
+    lines = [
+        f"# Best trial {best.number} of study {study.study_name!r}: "
+        f"{metric} = {best.value:.6g} ({data['direction']}), config {config}.",
+        "# Reuse: source this file, then allennlp train / allennlp tune-grid.",
+    ]
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in sorted(searched.items())]
+    best_env.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return best_json, best_env
+
+
+def run_search(
+    config: Path,
+    params: Sequence[SearchParam],
+    trials: int,
+    study_name: str,
+    results_dir: Path,
+    storage: Optional[str] = None,
+    pruning: bool = False,
+    ext_vars: Optional[Dict[str, str]] = None,
+    seed: int = 1,
+    overrides: Optional[str] = None,
+    pruner: Any = None,
+    sampler: Any = None,
+) -> SearchResult:
+    """
+    Runs `trials` trials of the study `study_name` in this process (see the module docstring).
+    `pruner` and `sampler` (Optuna objects) replace the defaults: a median pruner with
+    `pruning`, none without, and TPE.
+    """
+    import optuna
+
+    config = Path(config)
+    results_dir = Path(results_dir)
+    if not params:
+        raise ConfigurationError("Give at least one --param to search over.")
+    if not study_name or "/" in study_name or study_name.startswith("."):
+        raise ConfigurationError(f"--study-name {study_name!r}: use a name without '/'.")
+    if storage is None:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        storage = f"sqlite:///{(results_dir / 'optuna.db').resolve()}"
+    storage = storage_with_driver(storage)
+    fixed = dict(ext_vars or {})
+    fixed[SEED_EXT_VAR] = str(seed)
+    metric, higher_is_better = check_config(config, params, fixed, overrides)
+    direction = "maximize" if higher_is_better else "minimize"
+    if pruner is None:
+        pruner = (
+            optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
+            if pruning
+            else optuna.pruners.NopPruner()
+        )
+    study = _open_study(storage, study_name, direction, sampler, pruner)
+    if study.direction.name.lower() != direction:
+        raise ConfigurationError(
+            f"Study {study_name!r} in {_public_url(storage)} was created to "
+            f"{study.direction.name.lower()}, but {config}'s validation_metric asks to "
+            f"{direction}: use another --study-name."
+        )
+    recorded_metric = study.user_attrs.get("metric")
+    if recorded_metric is None:
+        study.set_user_attr("metric", metric)
+        study.set_user_attr("config", str(config))
+    elif recorded_metric != metric:
+        raise ConfigurationError(
+            f"Study {study_name!r} optimises {recorded_metric!r}, but {config}'s "
+            f"validation_metric is {metric!r}: use another --study-name."
+        )
+
+    study_dir = results_dir / study_name
+    study_dir.mkdir(parents=True, exist_ok=True)
+    name, _ = parse_run_name(config_stem(config))
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    my_trials: List[int] = []
+
+    def objective(trial: Any) -> float:
+        global _ACTIVE
+        my_trials.append(trial.number)
+        searched = {param.name: param.suggest(trial) for param in params}
+        run_ext_vars = {**fixed, **searched}
+        run_dir = study_dir / f"trial_{trial.number}"
+        if run_dir.exists():  # left by a study of the same name that was deleted
+            move_aside(run_dir, "incomplete")
+        trial.set_user_attr("ext_vars", searched)
+        trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        trial.set_user_attr("worker", worker)
+        info = {
+            "tool": "tune-search",
+            "config": str(config.resolve()),
+            "study_name": study_name,
+            "trial": trial.number,
+            "task": name.task if name else None,
+            "encoder": name.encoder if name else None,
+            "mode": name.mode if name else None,
+            "variant": f"{study_name}/trial_{trial.number}",
+            "seed": seed,
+            "ext_vars": run_ext_vars,
+            "worker": worker,
+            "metric": ("+" if higher_is_better else "-") + metric,
+            "log": "out.log",
+            "started": timestamp(),
+        }
+        _ACTIVE = _ActiveTrial(trial, metric)
+        try:
+            _train_trial(config, run_dir, run_ext_vars, overrides)
+            metrics = read_json(run_dir / METRICS_NAME) or {}
+            value = metrics.get(f"best_validation_{metric}")
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(
+                    f"{run_dir / METRICS_NAME} has no finite best_validation_{metric} ({value!r})"
+                )
+            info["status"] = OK
+            return float(value)
+        except optuna.TrialPruned as pruned:
+            info.update(status=PRUNED, error=str(pruned))
+            raise
+        except Exception as error:
+            info.update(status=FAILED, error=f"{type(error).__name__}: {error}")
+            raise
+        finally:
+            _ACTIVE = None
+            # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
+            if "status" in info:
+                run_dir.mkdir(parents=True, exist_ok=True)
+                info["finished"] = timestamp()
+                write_json(run_dir / RUN_INFO_NAME, info)
+
+    study.optimize(objective, n_trials=trials, catch=(Exception,))
+
+    states: Dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in my_trials:
+            states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
+    result = SearchResult(study=study, trial_states=states)
+    if not any(
+        t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)
+    ):
+        raise ConfigurationError(
+            f"No trial of study {study_name!r} has completed (this worker: {states}); "
+            f"see the logs in {study_dir}/trial_*/out.log."
+        )
+    result.best_json, result.best_env = write_best_params(
+        study, study_dir, storage, config, metric, dict(fixed), seed
+    )
+    return result
+
+
+def describe(result: SearchResult) -> str:
+    """A few lines for the terminal: this worker's trials and the study's best."""
+    study = result.study
+    best = study.best_trial
+    return "\n".join(
+        [
+            f"Study {study.study_name!r}: {len(study.trials)} trials in all; this worker: "
+            + json.dumps(result.trial_states),
+            f"Best: trial {best.number}, value {best.value:.6g}, "
+            + " ".join(f"{k}={v}" for k, v in sorted(best.user_attrs.get("ext_vars", {}).items())),
+            f"Wrote {result.best_json} and {result.best_env}",
+        ]
+    )

@@ -1,0 +1,183 @@
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.results.cli import add_grid_parser, add_report_parser
+from allennlp_tune.results.grid import expand_configs, parse_ext_vars, run_grid, train_subprocess
+from allennlp_tune.results.report import render_markdown, report_from_dirs
+
+
+def run_cli(add_parser, argv):
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(), "command")
+    args = parser.parse_args(["command", *map(str, argv)])
+    args.func(args)
+
+
+class FakeTraining:
+    """Stands in for `allennlp train`: records calls, can fail or be interrupted midway."""
+
+    def __init__(self, fail=(), interrupt_at=None):
+        self.calls, self.fail, self.interrupt_at = [], set(fail), interrupt_at
+
+    def __call__(self, command, environment, log_path):
+        run_dir = Path(command[command.index("-s") + 1])
+        seed = int(environment["TUNE_SEED"])
+        self.calls.append((run_dir.parent.name, seed))
+        log_path.write_text("training\n")
+        run_dir.mkdir()
+        config = {"random_seed": seed, "trainer": {"validation_metric": "+accuracy"}}
+        (run_dir / "config.json").write_text(json.dumps(config))
+        if len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt  # killed while this run was in progress
+        if (run_dir.parent.name, seed) in self.fail:
+            log_path.write_text("training\nRuntimeError: boom\n")
+            return 1
+        metrics = {"best_validation_accuracy": 0.5 + seed / 10}
+        (run_dir / "metrics.json").write_text(json.dumps(metrics))
+        (run_dir / "model.tar.gz").write_bytes(b"")
+        return 0
+
+
+@pytest.fixture
+def configs(tmp_path):
+    paths = [tmp_path / "configs" / f"sick_e_bow_{mode}.jsonnet" for mode in ("fe", "ft")]
+    paths[0].parent.mkdir()
+    for path in paths:
+        path.write_text("{}")
+    return paths
+
+
+def status(run_dir):
+    return json.loads((run_dir / "tune_run.json").read_text())["status"]
+
+
+def test_interrupted_grid_reruns_only_unfinished_runs(tmp_path, configs):
+    results = tmp_path / "results"
+    first = FakeTraining(interrupt_at=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(configs, [1, 2], results, ext_vars={"TUNE_EPOCHS": "1"}, runner=first)
+    # Seed by seed: every config with seed 1, then seed 2.
+    assert first.calls == [("sick_e_bow_fe", 1), ("sick_e_bow_ft", 1), ("sick_e_bow_fe", 2)]
+    assert status(results / "sick_e_bow_fe" / "seed_1") == "ok"
+    assert not (results / "sick_e_bow_fe" / "seed_2" / "tune_run.json").exists()
+
+    second = FakeTraining()
+    result = run_grid(configs, [1, 2], results, runner=second)
+    assert second.calls == [("sick_e_bow_fe", 2), ("sick_e_bow_ft", 2)]
+    assert len(result.skipped) == 2 and len(result.trained) == 2
+    # The interrupted attempt is kept aside with its log, not deleted.
+    [aside] = result.moved_aside
+    assert aside.name.startswith("seed_2.incomplete-")
+    assert (aside / "config.json").exists() and (aside / "tune_train.log").exists()
+    info = json.loads((results / "sick_e_bow_fe" / "seed_2" / "tune_run.json").read_text())
+    assert info["seed"] == 2 and info["ext_vars"] == {"TUNE_SEED": "2"}
+    assert (info["task"], info["encoder"], info["mode"]) == ("sick_e", "bow", "fe")
+
+    report = report_from_dirs([results])
+    assert len(report.runs) == 4 and report.superseded == 1
+    assert "| SICK-E | accuracy | 65.0 ± 7.1 (n=2) |" in render_markdown(report)
+
+    third = FakeTraining()
+    run_grid(configs, [1, 2], results, runner=third)
+    assert third.calls == []
+
+
+def test_failed_run_is_recorded_and_the_grid_goes_on(tmp_path, configs):
+    results = tmp_path / "results"
+    first = FakeTraining(fail={("sick_e_bow_fe", 1)})
+    result = run_grid(configs, [1, 2], results, runner=first)
+    assert len(first.calls) == 4 and len(result.failed) == 1
+    failed = results / "sick_e_bow_fe" / "seed_1"
+    info = json.loads((failed / "tune_run.json").read_text())
+    assert info["status"] == "failed" and info["error"] == "exit code 1: RuntimeError: boom"
+    assert (failed / info["log"]).read_text().endswith("boom\n")
+    markdown = render_markdown(report_from_dirs([results]))
+    assert "failed (1/2)" in markdown and "RuntimeError: boom" in markdown
+
+    kept = FakeTraining()
+    run_grid(configs, [1, 2], results, keep_failed=True, runner=kept)
+    assert kept.calls == []
+    retried = FakeTraining()
+    result = run_grid(configs, [1, 2], results, runner=retried)
+    assert retried.calls == [("sick_e_bow_fe", 1)] and status(failed) == "ok"
+    assert result.moved_aside[0].name.startswith("seed_1.failed-")
+
+
+def test_config_and_ext_var_errors(tmp_path, configs):
+    assert expand_configs([str(tmp_path / "configs" / "*.jsonnet")]) == sorted(configs)
+    with pytest.raises(ConfigurationError, match="matches no file"):
+        expand_configs([str(tmp_path / "*.nothing")])
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        expand_configs([str(tmp_path / "missing.jsonnet")])
+    other = tmp_path / "other" / configs[0].name
+    other.parent.mkdir()
+    other.write_text("{}")
+    with pytest.raises(ConfigurationError, match="would both write to"):
+        expand_configs([str(configs[0]), str(other)])
+    assert parse_ext_vars(["TUNE_LR=1e-3"]) == {"TUNE_LR": "1e-3"}
+    with pytest.raises(ConfigurationError, match="KEY=VALUE"):
+        parse_ext_vars(["TUNE_LR"])
+    with pytest.raises(ConfigurationError, match="--seeds"):
+        parse_ext_vars(["TUNE_SEED=3"])
+
+
+def test_real_training_resumes_from_a_kill(tmp_path, tiny_config, tiny_ext_vars, make_run, capsys):
+    """One real `allennlp train` subprocess, through the command-line entry point."""
+    results = tmp_path / "results"
+    runs = results / "sst2_bow_fe"
+    done_info = {"status": "ok", "task": "sst2", "encoder": "bow", "mode": "fe", "seed": 1}
+    make_run(runs / "seed_1", 1, 0.25, archive=True, info=done_info)
+    # What a kill leaves: AllenNLP's files without tune_run.json, and the pending log.
+    make_run(runs / "seed_2", 2, metrics=False)
+    (runs / "seed_2.log").write_text("killed here\n")
+
+    ext_vars = [f"--ext-var={key}={value}" for key, value in tiny_ext_vars.items()]
+    html = tmp_path / "r.html"
+    argv = [tiny_config, "--seeds", 1, 2, "--results-dir", results, "--no-progress", *ext_vars]
+    run_cli(add_grid_parser, [*argv, "--html", html])
+
+    assert (
+        json.loads((runs / "seed_1" / "metrics.json").read_text())["best_validation_accuracy"]
+        == 0.25
+    )
+    rerun = runs / "seed_2"
+    assert status(rerun) == "ok" and (rerun / "model.tar.gz").is_file()
+    assert json.loads((rerun / "config.json").read_text())["random_seed"] == 2  # TUNE_SEED
+    assert "Beginning training" in (rerun / "tune_train.log").read_text()
+    [aside] = runs.glob("seed_2.incomplete-*")
+    assert (aside / "tune_train.log").read_text() == "killed here\n"
+
+    out = capsys.readouterr().out
+    assert "| SST-2 | accuracy |" in out and "(n=2)" in out
+    assert html.exists()
+
+    run_cli(add_report_parser, [results])
+    assert "## bow" in capsys.readouterr().out
+
+
+def test_sigterm_stops_the_training_child_and_keeps_finished_runs(tmp_path, configs):
+    """`kill <tune-grid>` acts like Ctrl-C: the child is stopped, finished runs stay."""
+    children = []
+
+    def sleeping_training(command, environment, log_path):
+        if environment["TUNE_SEED"] == "1":
+            return FakeTraining()(command, environment, log_path)
+        # Stands in for a long `allennlp train`; the timer below signals tune-grid meanwhile.
+        children.append(log_path)
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        return train_subprocess(["sleep", "30"], environment, log_path)
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(configs[:1], [1, 2], tmp_path / "results", runner=sleeping_training)
+    assert time.monotonic() - started < 10  # the child got SIGINT and did not sleep on
+    assert status(tmp_path / "results" / "sick_e_bow_fe" / "seed_1") == "ok"
+    assert len(children) == 1 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

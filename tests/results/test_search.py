@@ -1,0 +1,227 @@
+import glob
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import optuna
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.results.report import render_markdown, report_from_dirs
+from allennlp_tune.results.search import (
+    SearchParam,
+    check_config,
+    run_search,
+    storage_with_driver,
+)
+
+LR = "TUNE_LR=1e-3:1e-1:log"
+PARAMS = [LR, "TUNE_DROPOUT=0.0,0.5", "TUNE_EPOCHS=2:3"]
+
+
+class PruneTrialOne(optuna.pruners.BasePruner):
+    """Prunes trial 1 after its second epoch, whatever its metric."""
+
+    def prune(self, study, trial):
+        return trial.number == 1 and (trial.last_step or 0) >= 1
+
+
+def test_param_specs():
+    lr = SearchParam.parse("TUNE_LR=1e-5:1e-3:log")
+    assert (lr.low, lr.high, lr.log, lr.integer) == (1e-5, 1e-3, True, False)
+    assert SearchParam.parse("TUNE_EPOCHS=1:4").integer
+    assert not SearchParam.parse("TUNE_DROPOUT=0:0.5").integer
+    assert SearchParam.parse("TUNE_BATCH=8, 16,32").choices == ("8", "16", "32")
+    for bad, message in [
+        ("TUNE_LR", "expected NAME=low:high"),
+        ("TUNE_LR=1e-3", "--ext-var TUNE_LR=1e-3"),
+        ("TUNE_LR=1:x", "expected"),
+        ("TUNE_LR=1e-3:1e-5", "must be below high"),
+        ("TUNE_LR=0:1:log", "low > 0"),
+        ("TUNE_LR=1:2:lin", "expected"),
+        ("TUNE_SEED=1:9", "--seed"),
+    ]:
+        with pytest.raises(ConfigurationError, match=message):
+            SearchParam.parse(bad)
+
+
+def test_config_check_catches_a_param_the_config_does_not_read(tiny_config, tiny_ext_vars):
+    ext_vars = {**tiny_ext_vars, "TUNE_SEED": "1"}
+    assert check_config(tiny_config, [SearchParam.parse("TUNE_LR=1e-3:1e-1")], ext_vars) == (
+        "accuracy",
+        True,
+    )
+    with pytest.raises(ConfigurationError, match='std.extVar\\("TUNE_LRR"\\)'):
+        check_config(tiny_config, [SearchParam.parse("TUNE_LRR=1e-3:1e-1")], ext_vars)
+    del ext_vars["TUNE_EPOCHS"]
+    with pytest.raises(ConfigurationError, match="does not evaluate"):
+        check_config(tiny_config, [SearchParam.parse("TUNE_LR=1e-3:1e-1")], ext_vars)
+
+
+def test_search_writes_sqlite_study_and_best_params(tmp_path, tiny_config, tiny_ext_vars):
+    fixed = {key: tiny_ext_vars[key] for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")}
+    params = [SearchParam.parse(spec) for spec in PARAMS]
+    result = run_search(
+        tiny_config,
+        params,
+        trials=3,
+        study_name="bow",
+        results_dir=tmp_path,
+        ext_vars=fixed,
+        pruner=PruneTrialOne(),
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.load_study(study_name="bow", storage=storage)
+    states = [trial.state for trial in study.trials]
+    assert states == [
+        optuna.trial.TrialState.COMPLETE,
+        optuna.trial.TrialState.PRUNED,
+        optuna.trial.TrialState.COMPLETE,
+    ]
+    # The pruning callback reported every epoch of the finished trials.
+    for trial in study.trials:
+        epochs = int(trial.user_attrs["ext_vars"]["TUNE_EPOCHS"])
+        expected = 2 if trial.number == 1 else epochs
+        assert sorted(trial.intermediate_values) == list(range(expected))
+
+    best = json.loads(result.best_json.read_text())
+    assert best["trial"] == study.best_trial.number and best["value"] == study.best_value
+    assert best["metric"] == "accuracy" and best["direction"] == "maximize"
+    assert set(best["ext_vars"]) == {"TUNE_LR", "TUNE_DROPOUT", "TUNE_EPOCHS"}
+    assert 1e-3 <= float(best["ext_vars"]["TUNE_LR"]) <= 1e-1
+    assert best["trials"] == {"complete": 2, "pruned": 1}
+    # The trial trained with exactly these values.
+    trained = json.loads((tmp_path / "bow" / f"trial_{best['trial']}" / "config.json").read_text())
+    assert trained["trainer"]["optimizer"]["lr"] == float(best["ext_vars"]["TUNE_LR"])
+    assert trained["random_seed"] == 1
+    # best_params.env is ready to source.
+    echoed = subprocess.run(
+        ["bash", "-c", f"source {result.best_env} && echo $TUNE_LR $TUNE_DROPOUT $TUNE_EPOCHS"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert echoed == [best["ext_vars"][k] for k in ("TUNE_LR", "TUNE_DROPOUT", "TUNE_EPOCHS")]
+
+    markdown = render_markdown(report_from_dirs([tmp_path]))
+    assert "| sst2_bow_fe_bow/trial_1 | accuracy | pruned (1/1) |" in markdown
+
+
+def postgres_bin_dir():
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if os.path.exists(f"{candidate}/initdb") and os.path.exists(f"{candidate}/pg_ctl"):
+            return candidate
+    initdb = shutil.which("initdb")
+    return os.path.dirname(initdb) if initdb and shutil.which("pg_ctl") else None
+
+
+@pytest.fixture
+def postgres_url():
+    """A throwaway PostgreSQL server on 127.0.0.1 (initdb + pg_ctl in a temp dir)."""
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install postgresql"
+        )
+    as_server_user = []
+    base = tempfile.mkdtemp(prefix="tune-pg-")
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no 'postgres' user to run the server as")
+        os.chown(base, user.pw_uid, user.pw_gid)
+        as_server_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = os.path.join(base, "data")
+    pg_ctl = [*as_server_user, f"{bin_dir}/pg_ctl", "-D", data]
+    subprocess.run(
+        [
+            *as_server_user,
+            f"{bin_dir}/initdb",
+            "-D",
+            data,
+            "-U",
+            "tune",
+            "-A",
+            "trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(
+        [*pg_ctl, "-l", f"{base}/server.log", "-w", "-t", "60", "-o", options, "start"],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        # Trust authentication ignores the password; it is there to check it is never written.
+        yield f"postgresql://tune:secret@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*pg_ctl, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_two_workers_share_a_postgresql_study(tmp_path, tiny_config, tiny_ext_vars, postgres_url):
+    """`allennlp tune-search` in a subprocess and `run_search` in this process, one study."""
+    storage = storage_with_driver(postgres_url)
+    fixed = {key: value for key, value in tiny_ext_vars.items() if key != "TUNE_LR"}
+    # The import registers the subcommand whether or not allennlp_tune's __init__ does.
+    code = "import allennlp_tune.commands.tune_search; from allennlp.commands import main; main()"
+    command = [sys.executable, "-c", code, "tune-search", str(tiny_config), "--param", LR]
+    command += ["--trials", "2", "--study-name", "shared", "--storage", postgres_url]
+    command += ["--results-dir", str(tmp_path / "worker_0")]
+    command += [f"--ext-var={key}={value}" for key, value in fixed.items()]
+    worker = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # Join the study once the other worker has started a trial (it first imports AllenNLP).
+        deadline = time.monotonic() + 240
+        while worker.poll() is None and time.monotonic() < deadline:
+            names = [study.study_name for study in optuna.get_all_study_summaries(storage)]
+            if "shared" in names and optuna.load_study(study_name="shared", storage=storage).trials:
+                break
+            time.sleep(0.5)
+        run_search(
+            tiny_config,
+            [SearchParam.parse(LR)],
+            trials=2,
+            study_name="shared",
+            results_dir=tmp_path / "worker_1",
+            storage=postgres_url,
+            ext_vars=fixed,
+        )
+        output = worker.communicate(timeout=240)[0]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, output[-3000:]
+
+    study = optuna.load_study(study_name="shared", storage=storage)
+    assert sorted(trial.number for trial in study.trials) == [0, 1, 2, 3]
+    assert all(trial.state == optuna.trial.TrialState.COMPLETE for trial in study.trials)
+    by_worker = {}
+    for trial in study.trials:
+        by_worker.setdefault(trial.user_attrs["worker"], []).append(trial.number)
+    assert sorted(len(numbers) for numbers in by_worker.values()) == [2, 2], by_worker
+    bests = [
+        json.loads((tmp_path / f"worker_{index}" / "shared" / "best_params.json").read_text())
+        for index in range(2)
+    ]
+    # The worker that finished last saw all four trials, whichever worker ran them.
+    assert max(sum(best["trials"].values()) for best in bests) == 4
+    assert bests[0]["storage"].startswith("postgresql+psycopg2://tune:***@127.0.0.1")
+    assert "secret" not in (tmp_path / "worker_0" / "shared" / "best_params.json").read_text()
