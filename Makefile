@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # (torch<1.13, transformers<4.21, spacy<3.4) are stale and unsatisfiable on Python 3.11.
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --no-deps
 
-.PHONY: install test lint format fixtures check-lock clean-venv
+.PHONY: install postgres test lint format fixtures check-lock clean-venv
 
 install: $(VENV)/.installed
 
@@ -16,6 +16,12 @@ $(VENV)/.installed: requirements/lock.txt setup.py
 	$(PIP_INSTALL) -q --no-build-isolation -e .
 	$(BIN)/python scripts/check_lock.py requirements/lock.txt
 	touch $@
+
+# The PostgreSQL server binaries, for the test where two tune-search workers share one study
+# (tests/results/test_search.py; it skips itself without them). Debian's package, needs root.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
 check-lock: install
 	$(BIN)/python scripts/check_lock.py requirements/lock.txt

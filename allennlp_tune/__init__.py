@@ -2,13 +2,20 @@
 """allennlp-tune: freeze or fine-tune a pretrained encoder with one config switch.
 
 Importing this package (``--include-package allennlp_tune`` or the ``.allennlp_plugins`` file)
-applies the compatibility fixes for the modern stack and registers every component.
+applies the compatibility fixes for the modern stack and registers every component: readers,
+token embedders, pair and seq2vec encoders, models, predictors, optimizers, trainer callbacks
+and the ``allennlp`` subcommands (probe, mi, tune-report, tune-grid, tune-search).
 """
 
 # The compatibility fixes come first: they replace registrations that components rely on.
 from allennlp_tune import compat  # noqa: F401
 from allennlp_tune import data  # noqa: F401
+from allennlp_tune import modules  # noqa: F401
 from allennlp_tune import training  # noqa: F401
+from allennlp_tune import models  # noqa: F401
+from allennlp_tune import predictors  # noqa: F401
+from allennlp_tune import results  # noqa: F401
+from allennlp_tune import commands  # noqa: F401
 from allennlp_tune.data.paths import export_default_data_dir
 
 export_default_data_dir()
