@@ -161,6 +161,14 @@ def make_mnli(out: Path, rng: random.Random) -> None:
         for r in records
     ]
     write(out / "mnli" / "dev_matched.tsv", tsv)
+    # The official training file's name and format, for the training configs. Its own random
+    # stream, so that the files written before and after it stay as they were.
+    train_rng = random.Random(2019)
+    train = [
+        {"gold_label": labels[i % 4], "sentence1": a, "sentence2": b, "pairID": str(i)}
+        for i, (a, b) in enumerate(pairs(train_rng, 13))
+    ]
+    write(out / "mnli" / "multinli_1.0_train.jsonl", [json.dumps(r) for r in train])
 
 
 def make_sst2(out: Path, rng: random.Random) -> None:

@@ -89,10 +89,14 @@ class DiscriminativeOptimizer(Optimizer):
         encoder_groups = cls._encoder_groups(model_parameters, groups)
         if not encoder_groups:
             raise ConfigurationError(
-                "The 'discriminative' optimizer found no encoder layer groups: the model has no "
-                "tune_transformer / tune_transformer_mismatched / tune_elmo embedder. For another "
-                "embedder, give trainer.optimizer.groups (regexes, one list per layer, bottom "
-                "to top)."
+                "The 'discriminative' optimizer found no encoder layer groups among the "
+                "trainable parameters AllenNLP gives it. Either the model has no "
+                "tune_transformer / tune_transformer_mismatched / tune_elmo embedder (for "
+                "another embedder, give trainer.optimizer.groups: regexes, one list per layer, "
+                "bottom to top), or that embedder starts frozen with a single layer "
+                '(mode "feature_extraction" with layers "top" or one index), so none of its '
+                'parameters is trainable: use layers "all" (the trainable scalar mix links it '
+                'to the optimizer) or mode "fine_tuning".'
             )
         # Name every encoder parameter by its group, so one regex selects a group.
         encoder_ids = {id(p) for _, params in encoder_groups for p in params}

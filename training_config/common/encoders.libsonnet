@@ -1,0 +1,42 @@
+// The two pretrained encoders, each frozen (`feature_extraction`) or trained (`fine_tuning`):
+// tokenizer, indexer and allennlp-tune's freezable embedder with an all-layer scalar mix.
+local vars = import "vars.libsonnet";
+
+local cache = if vars.feature_cache then {feature_cache: {}} else {};
+
+{
+  bert(task, mode, layers="all", word_level=false):: {
+    local model = vars.bert_model(std.get(task, "cased", false)),
+    name: "bert",
+    key: "tokens",
+    dim: vars.bert_dim,
+    tokenizer: {type: "pretrained_transformer", model_name: model},
+    // NER reads words and takes each word's first wordpiece in the model.
+    indexer: {
+      type: if word_level then "pretrained_transformer_mismatched" else "pretrained_transformer",
+      model_name: model,
+    },
+    embedder: {
+      type: "tune_transformer",
+      model_name: model,
+      mode: mode,
+      layers: layers,
+    } + (if mode == "feature_extraction" then cache else {}),
+  },
+
+  elmo(task, mode, layers="all"):: {
+    name: "elmo",
+    key: "elmo_chars",  // not "elmo": BCN reserves that key for its own ELMo
+    dim: vars.elmo_dim,
+    tokenizer: null,  // the readers' default, spaCy's rule-based English tokenizer
+    indexer: {type: "elmo_characters"},
+    embedder: {
+      type: "tune_elmo",
+      options_file: vars.elmo_options,
+      weight_file: vars.elmo_weights,
+      mode: mode,
+      layers: layers,
+      dropout: 0.5,
+    } + (if mode == "feature_extraction" then cache else {}),
+  },
+}

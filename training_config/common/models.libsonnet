@@ -1,0 +1,88 @@
+// The task networks. Feature extraction (`fe`) puts a task-specific network on the frozen,
+// mixed layers; fine-tuning (`ft`) puts a light head on the trained encoder (paper, section 3.2
+// and appendix A).
+local vars = import "vars.libsonnet";
+
+local lstm(input, hidden, layers=1) = {
+  type: "lstm", input_size: input, hidden_size: hidden, num_layers: layers, bidirectional: true,
+};
+local outputs(task) = if std.get(task, "regression", false) then 1 else task.num_labels;
+local classification_extras(task) =
+  if std.objectHas(task, "positive_label") then {positive_label: task.positive_label} else {};
+
+{
+  // ESIM (Chen et al. 2017) with its published sizes; esim_regression for SICK-R and STS-B.
+  esim(task, encoder):: {
+    type: if std.get(task, "regression", false) then "esim_regression" else "tune_esim",
+    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    encoder: lstm(encoder.dim, 300),
+    matrix_attention: {type: "dot_product"},
+    projection_feedforward: {
+      input_dim: 2400, hidden_dims: 300, num_layers: 1, activations: "relu",
+    },
+    inference_encoder: lstm(300, 300),
+    output_feedforward: {
+      input_dim: 2400, num_layers: 1, hidden_dims: 300, activations: "relu",
+      dropout: vars.dropout(0.5),
+    },
+    output_logit: {
+      input_dim: 300, num_layers: 1, hidden_dims: outputs(task), activations: "linear",
+    },
+    dropout: vars.dropout(0.5),
+  } + (if std.get(task, "regression", false) then {} else classification_extras(task)),
+
+  // The bi-attentive classification network (McCann et al. 2017) with allennlp-models' sizes.
+  bcn(task, encoder):: {
+    type: "tune_bcn",
+    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    embedding_dropout: vars.dropout(0.5),
+    pre_encode_feedforward: {
+      input_dim: encoder.dim, num_layers: 1, hidden_dims: [300], activations: ["relu"],
+      dropout: [0.25],
+    },
+    encoder: lstm(300, 300),
+    integrator: lstm(1800, 300),
+    integrator_dropout: 0.1,
+    output_layer: {
+      input_dim: 2400, num_layers: 3, output_dims: [1200, 600, task.num_labels], pool_sizes: 4,
+      dropout: [0.2, 0.3, 0.0],
+    },
+  },
+
+  // ELMo NER: a two-layer BiLSTM (optional) and a CRF over BIOUL tags.
+  crf_tagger(encoder, bilstm=true):: {
+    type: "tune_crf_tagger",
+    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    label_encoding: "BIOUL",
+    dropout: vars.dropout(0.5),
+  } + (if bilstm then {encoder: lstm(encoder.dim, 200, 2)} else {}),
+
+  // BERT NER: each word's first wordpiece and a softmax; for frozen features, a two-layer
+  // BiLSTM runs over all wordpieces first (paper, appendix A.1).
+  first_wordpiece_tagger(encoder, bilstm=true):: {
+    type: "tune_tagger",
+    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    first_wordpiece: true,
+    label_encoding: "BIO",
+  } + (if bilstm then {wordpiece_encoder: lstm(encoder.dim, 200, 2)} else {}),
+
+  // One text or a jointly encoded pair: pooled states + softmax / regression. BERT: [CLS]
+  // (TUNE_POOLING=mean for sentence-embedding models); ELMo: max pooling over the LM states.
+  pooled(task, encoder, pooling):: {
+    type: "pooled_classifier",
+    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    pooling: pooling,
+    dropout: vars.dropout(0.1),
+    regression: std.get(task, "regression", false),
+  } + classification_extras(task),
+
+  // ELMo on a separately encoded pair: cross-sentence bi-attention and ESIM's enhanced pooling,
+  // no parameters of their own (bi_attention false: the Table 3 ablation).
+  bi_attention(task, encoder, bi_attention=true):: {
+    type: "pair_classifier",
+    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    pair_encoder: {type: "bi_attention_pair", input_dim: encoder.dim, bi_attention: bi_attention},
+    dropout: vars.dropout(0.1),
+    regression: std.get(task, "regression", false),
+  } + classification_extras(task),
+}

@@ -1,0 +1,70 @@
+// Optimizers and schedules. Every run uses Adam with decoupled weight decay (AdamW; paper,
+// appendix A). Learning rates, dropout, weight decay and epochs are the defaults to tune per
+// task (`allennlp tune-search`); the paper tuned them on dev and did not publish its values.
+local vars = import "vars.libsonnet";
+
+local common(task, epochs) = {
+  num_epochs: vars.epochs(epochs),
+  validation_metric: task.metric,
+  cuda_device: vars.cuda_device,
+  checkpointer: {keep_most_recent_by_count: 1},
+};
+
+{
+  // A task network on frozen features: AdamW, halve the rate when dev stops improving (ESIM's
+  // schedule), stop after 3 epochs without improvement.
+  feature_extraction(task):: common(task, 10) + {
+    optimizer: {type: "adamw", lr: vars.lr(1e-3), weight_decay: vars.weight_decay(0.0)},
+    learning_rate_scheduler: {type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0},
+    grad_norm: 10.0,
+    patience: 3,
+  },
+
+  // BERT: Devlin et al.'s recipe. Linear warmup over the first 10% of the steps, then linear
+  // decay (slanted_triangular with a large ratio ends near 0); no weight decay on biases and
+  // LayerNorm weights.
+  bert_fine_tuning(task):: common(task, 3) + {
+    optimizer: {
+      type: "adamw",
+      lr: vars.lr(2e-5),
+      weight_decay: vars.weight_decay(0.01),
+      parameter_groups: [[["bias", "LayerNorm\\.weight"], {weight_decay: 0.0}]],
+    },
+    learning_rate_scheduler: {type: "slanted_triangular", cut_frac: 0.1, ratio: 1000},
+    grad_norm: 1.0,
+  },
+
+  // ELMo: discriminative learning rates (each group 0.4x the one above it), a slanted
+  // triangular schedule, and for SST-2 and NER gradual unfreezing (paper, appendix A.2).
+  elmo_fine_tuning(task, gradual_unfreezing):: common(task, 5) + {
+    optimizer: {
+      type: "discriminative",
+      decay: 0.4,
+      head_lr: vars.head_lr(1e-3),
+      optimizer: {type: "adamw", lr: vars.lr(5e-4), weight_decay: vars.weight_decay(0.01)},
+    },
+    learning_rate_scheduler: {type: "slanted_triangular", cut_frac: 0.1, ratio: 32},
+    grad_norm: 5.0,
+  } + (if gradual_unfreezing then {callbacks: [{type: "gradual_unfreezing"}]} else {}),
+
+  // Stack-then-finetune: train the head on the frozen encoder, then fine-tune everything; the
+  // frozen phase ends after TUNE_FROZEN_EPOCHS epochs or once train - dev exceeds TUNE_MAX_GAP.
+  stack_then_finetune(task, encoder):: common(task, vars.frozen_epochs(2) + 3) + {
+    optimizer: {
+      type: "discriminative",
+      decay: if encoder.name == "elmo" then 0.4 else 1.0,
+      head_lr: vars.head_lr(1e-3),
+      optimizer: {
+        type: "adamw",
+        lr: vars.lr(if encoder.name == "elmo" then 5e-4 else 2e-5),
+        weight_decay: vars.weight_decay(0.01),
+      },
+    },
+    callbacks: [{
+      type: "stack_then_finetune",
+      frozen_epochs: vars.frozen_epochs(2),
+      max_gap: vars.max_gap(0.05),
+    }],
+    grad_norm: 1.0,
+  },
+}
