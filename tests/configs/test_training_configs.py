@@ -29,6 +29,7 @@ DISTRIBUTED_CONFIGS = sorted((CONFIG_DIR / "distributed").glob("*.jsonnet"))
 PREDICT_INPUTS = {
     "conll2003": {"tokens": ["EU", "rejects", "German", "call", "."]},
     "sst2": {"sentence": "a charming and funny film"},
+    "cola": {"sentence": "the cat sat on the mat"},
     "pair": {"premise": "A man is playing a guitar", "hypothesis": "A man is playing music"},
 }
 REGRESSION_TASKS = ("sick_r", "sts_b")
@@ -36,7 +37,7 @@ REGRESSION_TASKS = ("sick_r", "sts_b")
 
 def task_of(config: Path) -> str:
     name = config.stem
-    for task in ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b"):
+    for task in ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b", "cola"):
         if name.startswith(task + "_"):
             return task
     raise AssertionError(f"{config.name} does not follow <task>_<encoder>_<mode>[_<variant>]")
@@ -97,6 +98,9 @@ def test_config_trains_evaluates_and_predicts(config: Path, tmp_path, monkeypatc
     run_allennlp(monkeypatch, "train", str(config), "-s", str(out))
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["epoch"] == epochs - 1
+    if config.stem.endswith("_sf"):  # epoch 0 frozen, epoch 1 fine-tunes every group
+        phases = [json.loads(line) for line in (out / "adaptation.jsonl").read_text().splitlines()]
+        assert phases[0]["trainable_groups"] == 0 and phases[-1]["trainable_groups"] > 0
     if config in DISTRIBUTED_CONFIGS:
         assert "world size 2 initialized" in (out / "out_worker1.log").read_text()
     assert f"best_validation_{metric}" in metrics, sorted(metrics)

@@ -290,8 +290,66 @@ def test_two_process_distributed_run_has_the_single_process_trainable_sets(tmp_p
     single, ddp = adaptation_log(tmp_path / "single"), adaptation_log(tmp_path / "ddp")
     assert [r["freeze_by"] for r in single] == ["requires_grad"] * 4
     assert [r["freeze_by"] for r in ddp] == ["masking"] * 4
-    assert [r["trainable_group_names"] for r in ddp] == [
-        r["trainable_group_names"] for r in single
-    ]
+    assert [r["trainable_group_names"] for r in ddp] == [r["trainable_group_names"] for r in single]
     assert [r["trainable_groups"] for r in ddp] == [0, 1, 2, 3]
     assert json.loads((tmp_path / "ddp" / "metrics.json").read_text())["epoch"] == 2
+
+
+def head_rates() -> List[float]:
+    return [rates["head"] for rates in LEARNING_RATES]
+
+
+SLANTED = {"type": "slanted_triangular", "cut_frac": 0.5, "ratio": 10}
+
+
+def test_stack_then_finetune_restarts_the_schedule_over_the_remaining_epochs(tmp_path):
+    # Reference: the same schedule configured for a 2-epoch run (3 batches an epoch).
+    reference = config([], epochs=2, frozen=False)
+    reference["trainer"]["learning_rate_scheduler"] = SLANTED
+    train(tmp_path, reference, name="reference")
+    fresh = head_rates()
+    assert len(fresh) == 6 and len(set(fresh)) > 3
+
+    callback = {"type": "stack_then_finetune", "frozen_epochs": 2}
+    params = config([callback], epochs=4)
+    params["trainer"]["learning_rate_scheduler"] = SLANTED
+    train(tmp_path, params, name="restarted")
+    rates = head_rates()
+    assert TRAINED_GROUPS == [[], [], GROUPS, GROUPS]
+    assert rates[6:] == pytest.approx(fresh)  # phase 2 runs the whole schedule again
+    assert rates[6] == pytest.approx(fresh[0]) and rates[6] < rates[5]  # back to the warmup start
+
+    params["trainer"]["callbacks"][0]["restart_schedule"] = False
+    train(tmp_path, params, name="continued")
+    continued = head_rates()
+    assert continued[:6] == pytest.approx(rates[:6])  # phase 1 is the same either way
+    assert continued[6:] != pytest.approx(fresh)  # without restart it goes on decaying
+    assert continued[-1] < continued[6]
+
+
+def test_recovery_after_the_switch_keeps_the_restarted_schedule(tmp_path):
+    callbacks = [
+        {"type": "stack_then_finetune", "frozen_epochs": 2},
+        {"type": "interrupt_for_test"},
+    ]
+    params = config(callbacks, epochs=4)
+    params["trainer"]["learning_rate_scheduler"] = SLANTED
+    uninterrupted = train(tmp_path, params, name="whole")
+    whole_rates = head_rates()
+    INTERRUPT["after_epoch"] = 2  # the checkpoint after epoch 2, one epoch into phase 2
+    try:
+        with pytest.raises(RuntimeError, match="interrupted"):
+            train(tmp_path, params, name="resumed")
+    finally:
+        INTERRUPT["after_epoch"] = None
+    recovered = train(tmp_path, params, name="resumed", recover=True)
+    assert head_rates() == pytest.approx(whole_rates[9:])  # epoch 3 replays the same rates
+    for (name, a), (_, b) in zip(uninterrupted.named_parameters(), recovered.named_parameters()):
+        assert torch.allclose(a, b, atol=1e-6), name
+
+
+def test_restart_schedule_refuses_a_schedule_it_cannot_restart(tmp_path):
+    params = config([{"type": "stack_then_finetune", "frozen_epochs": 1}], epochs=2)
+    params["trainer"]["learning_rate_scheduler"] = {"type": "reduce_on_plateau"}
+    with pytest.raises(ConfigurationError, match="cannot restart a .*restart_schedule: false"):
+        train(tmp_path, params)

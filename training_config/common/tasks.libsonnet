@@ -52,6 +52,16 @@ local vars = import "vars.libsonnet";
     num_labels: 2,
     positive_label: "1",  // also reports precision, recall and F1
   },
+  // Not in the paper's grid: CoLA is one of its probing tasks (Figure 1), so a fine-tuned
+  // archive for `allennlp probe` / `mi` comes from `cola_bert_ft.jsonnet`.
+  cola: {
+    kind: "single",
+    reader: {type: "cola"},
+    train: "cola/in_domain_train.tsv",
+    validation: "cola/in_domain_dev.tsv",
+    metric: "+mcc",
+    num_labels: 2,
+  },
   sts_b: {
     kind: "pair",
     reader: {type: "sts_b"},

@@ -49,6 +49,8 @@ local common(task, epochs) = {
 
   // Stack-then-finetune: train the head on the frozen encoder, then fine-tune everything; the
   // frozen phase ends after TUNE_FROZEN_EPOCHS epochs or once train - dev exceeds TUNE_MAX_GAP.
+  // The schedule (the fine-tuning one of the encoder) restarts at the switch, so phase 2 gets
+  // its own warmup and decay.
   stack_then_finetune(task, encoder):: common(task, vars.frozen_epochs(2) + 3) + {
     optimizer: {
       type: "discriminative",
@@ -65,6 +67,9 @@ local common(task, epochs) = {
       frozen_epochs: vars.frozen_epochs(2),
       max_gap: vars.max_gap(0.05),
     }],
+    learning_rate_scheduler: {
+      type: "slanted_triangular", cut_frac: 0.1, ratio: if encoder.name == "elmo" then 32 else 1000,
+    },
     grad_norm: 1.0,
   },
 }

@@ -5,6 +5,11 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks import TrainerCallback
 
 from allennlp_tune.training.callbacks.adaptation import AdaptationCallback
+from allennlp_tune.training.callbacks.schedule_restart import (
+    RestartedSchedule,
+    check_restartable,
+    restart,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +26,9 @@ class StackThenFinetune(AdaptationCallback):
     Phase 2 may give the encoder its own learning rate (`encoder_lr`, the top group's rate;
     lower groups keep their ratio to it, as the `discriminative` optimizer set them). The
     encoder's parameters must be in the optimizer from the start, which the `discriminative`
-    optimizer ensures (use `decay: 1.0` for one rate everywhere). The learning-rate schedule
-    continues across the switch (its base rates are updated, it is not restarted).
+    optimizer ensures (use `decay: 1.0` for one rate everywhere). By default the learning-rate
+    schedule restarts at the switch, over the epochs that remain (warmup, then decay: phase 2
+    is a fine-tuning run of its own); `restart_schedule: false` lets it continue instead.
 
     Registered as a `TrainerCallback` with name "stack_then_finetune".
 
@@ -30,6 +36,7 @@ class StackThenFinetune(AdaptationCallback):
     "trainer": {
         "optimizer": {"type": "discriminative", "decay": 1.0,
                       "optimizer": {"type": "adam", "lr": 1e-3}},
+        "learning_rate_scheduler": {"type": "slanted_triangular", "cut_frac": 0.1},
         "callbacks": [{"type": "stack_then_finetune", "frozen_epochs": 3, "max_gap": 0.05,
                        "encoder_lr": 2e-5}],
     }
@@ -47,6 +54,10 @@ class StackThenFinetune(AdaptationCallback):
         The metric for the gap; `None` uses the trainer's `validation_metric`.
     encoder_lr : `float`, optional (default = `None`)
         The top encoder group's learning rate in phase 2.
+    restart_schedule : `bool`, optional (default = `True`)
+        Restart the trainer's `learning_rate_scheduler` at the switch, stretched over the
+        remaining epochs (`slanted_triangular`, `linear_with_warmup`, `polynomial_decay`,
+        `noam`); `false` continues it. No effect without a scheduler.
     freeze_by : `str`, optional (default = `"auto"`)
         See `allennlp_tune.training.callbacks.adaptation`.
     """
@@ -58,6 +69,7 @@ class StackThenFinetune(AdaptationCallback):
         max_gap: Optional[float] = None,
         metric: Optional[str] = None,
         encoder_lr: Optional[float] = None,
+        restart_schedule: bool = True,
         freeze_by: str = "auto",
     ) -> None:
         super().__init__(serialization_dir, freeze_by=freeze_by)
@@ -68,6 +80,17 @@ class StackThenFinetune(AdaptationCallback):
         self._metric = metric
         self._encoder_lr = encoder_lr
         self._switch_epoch: Optional[int] = None  # first epoch of phase 2, once decided
+        self._restart_schedule = restart_schedule
+        self._restart_offset: Optional[int] = None  # batches before phase 2, once restarted
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        scheduler = getattr(trainer, "_learning_rate_scheduler", None)
+        if self._restart_schedule:
+            check_restartable(scheduler)
+        if self._restart_offset is not None and scheduler is not None:
+            # --recover after the switch: the scheduler's own state is already restored.
+            trainer._learning_rate_scheduler = RestartedSchedule(scheduler, self._restart_offset)
+        super().on_start(trainer, is_primary=is_primary, **kwargs)
 
     def groups_for_epoch(self, epoch: int, num_groups: int) -> int:
         switch = self._switch_epoch if self._switch_epoch is not None else self._frozen_epochs
@@ -86,6 +109,17 @@ class StackThenFinetune(AdaptationCallback):
         super().on_epoch(trainer, metrics, epoch, is_primary=is_primary, **kwargs)
 
     def on_phase_change(self, trainer, epoch: int) -> None:
+        self._set_encoder_lr(trainer)
+        scheduler = getattr(trainer, "_learning_rate_scheduler", None)
+        if self._restart_schedule and scheduler is not None and self._restart_offset is None:
+            self._restart_offset = trainer._total_batches_completed
+            restart(scheduler, self._restart_offset, epoch, trainer._num_epochs)
+            trainer._learning_rate_scheduler = RestartedSchedule(scheduler, self._restart_offset)
+            logger.info("stack_then_finetune: the learning-rate schedule restarts at epoch %d "
+                        "(batch %d)", epoch, self._restart_offset)  # fmt: skip
+        self._log(trainer, epoch)
+
+    def _set_encoder_lr(self, trainer) -> None:
         if self._encoder_lr is None:
             return
         encoder = [g for g in trainer.optimizer.param_groups
@@ -109,7 +143,6 @@ class StackThenFinetune(AdaptationCallback):
             torch_scheduler = getattr(scheduler, "lr_scheduler", None)
             if torch_scheduler is not None and hasattr(torch_scheduler, "base_lrs"):
                 torch_scheduler.base_lrs = [g.get("initial_lr", g["lr"]) for g in groups]
-        self._log(trainer, epoch)
 
     def _gap(self, trainer, metrics: Dict[str, Any]) -> Optional[float]:
         name = self._metric
@@ -127,8 +160,13 @@ class StackThenFinetune(AdaptationCallback):
         return sign * (train - validation)
 
     def state_dict(self) -> Dict[str, Any]:
-        return dict(super().state_dict(), switch_epoch=self._switch_epoch)
+        return dict(
+            super().state_dict(),
+            switch_epoch=self._switch_epoch,
+            restart_offset=self._restart_offset,
+        )
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         super().load_state_dict(state_dict)
         self._switch_epoch = state_dict["switch_epoch"]
+        self._restart_offset = state_dict.get("restart_offset")
