@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import dump_metrics
 from allennlp.training.callbacks import TrainerCallback
 from allennlp.training.callbacks.tensorboard import TensorBoardCallback
 
@@ -98,7 +99,14 @@ class AdaptationCallback(TrainerCallback):
         self._apply(trainer, epoch)
 
     def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary=True, **kwargs):
+        # What trained in this epoch, and at which rates (the last batch's), in the epoch's
+        # metrics: the trainer wrote metrics_epoch_<epoch>.json just before, so add them there.
         metrics["adaptation_trainable_groups"] = self._trainable
+        for name, rate in self._group_rates(trainer).items():
+            metrics[f"adaptation_lr_{name}"] = rate
+        epoch_file = os.path.join(self.serialization_dir or "", f"metrics_epoch_{epoch}.json")
+        if is_primary and self.serialization_dir and os.path.exists(epoch_file):
+            dump_metrics(epoch_file, metrics)
         before = self._trainable
         self._apply(trainer, epoch + 1)
         if self._trainable != before:

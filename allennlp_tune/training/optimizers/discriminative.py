@@ -30,7 +30,9 @@ class DiscriminativeOptimizer(Optimizer):
     at their rate. The inner optimizer is built with one parameter group per layer (named
     `layer_group_name` in `optimizer.param_groups`), so every AllenNLP learning-rate scheduler
     (`slanted_triangular`, `linear_with_warmup`, ...) scales each group from its own rate. Do
-    not combine with the scheduler's own `discriminative_fine_tuning` or `gradual_unfreezing`.
+    not combine with the scheduler's own `discriminative_fine_tuning` or `gradual_unfreezing`,
+    nor with `noam`, which sets one absolute rate for every group and so undoes the per-layer
+    rates.
 
     Registered as an `Optimizer` with name "discriminative".
 
