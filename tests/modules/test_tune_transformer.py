@@ -107,3 +107,20 @@ def test_inputs_longer_than_the_model_ask_for_max_length(bert_path, wordpiece_ba
         TuneTransformerEmbedder(bert_path)(**too_long)
     with pytest.raises(ConfigurationError, match="max_length is 100"):
         TuneTransformerEmbedder(bert_path, max_length=100)
+
+
+def test_fine_tuning_folds_long_inputs_and_gets_gradients_through_every_segment(
+    bert_path, wordpiece_batch
+):
+    tensors = wordpiece_batch(LONG, max_length=8)
+    tuned = TuneTransformerEmbedder(bert_path, layers="top", max_length=8, mode="fine_tuning")
+    reference = PretrainedTransformerEmbedder(bert_path, max_length=8)
+    tuned.eval(), reference.eval()
+    output = tuned(**tensors)
+    torch.testing.assert_close(output, reference(**tensors))
+    # The last wordpieces sit in a later segment: their loss still reaches the encoder. (A
+    # random projection: the plain sum of a LayerNorm output has no gradient.)
+    torch.manual_seed(0)
+    (output[:, -3:] * torch.randn_like(output[:, -3:])).sum().backward()
+    embeddings = tuned.transformer_model.embeddings.word_embeddings.weight
+    assert embeddings.grad is not None and embeddings.grad.abs().sum() > 0

