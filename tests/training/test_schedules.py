@@ -364,3 +364,37 @@ def test_restart_schedule_refuses_a_schedule_it_cannot_restart(tmp_path):
     params["trainer"]["learning_rate_scheduler"] = {"type": "reduce_on_plateau"}
     with pytest.raises(ConfigurationError, match="cannot restart a .*restart_schedule: false"):
         train(tmp_path, params)
+
+
+class _Tracker:
+    def __init__(self, sign: int, name: str) -> None:
+        self.tracked_metrics = [(sign, name)]
+
+
+class _Trainer:
+    def __init__(self, sign: int, name: str) -> None:
+        self._metric_tracker = _Tracker(sign, name)
+
+
+@pytest.mark.parametrize(
+    "validation_metric, metrics, switches",
+    [
+        ((1, "accuracy"), {"training_accuracy": 0.90, "validation_accuracy": 0.80}, True),
+        ((1, "accuracy"), {"training_accuracy": 0.82, "validation_accuracy": 0.80}, False),
+        ((1, "accuracy"), {"training_accuracy": 0.70, "validation_accuracy": 0.80}, False),
+        # Lower is better: the gap is validation loss above training loss.
+        ((-1, "loss"), {"training_loss": 0.20, "validation_loss": 0.50}, True),
+        ((-1, "loss"), {"training_loss": 0.50, "validation_loss": 0.52}, False),
+    ],
+)
+def test_gap_rule_reads_the_validation_metric_with_its_sign(
+    monkeypatch, validation_metric, metrics, switches
+):
+    from allennlp_tune.training.callbacks.adaptation import AdaptationCallback
+    from allennlp_tune.training.callbacks.stack_then_finetune import StackThenFinetune
+
+    monkeypatch.setattr(AdaptationCallback, "on_epoch", lambda *args, **kwargs: None)
+    callback = StackThenFinetune(serialization_dir="", frozen_epochs=5, max_gap=0.05)
+    callback.on_epoch(_Trainer(*validation_metric), dict(metrics), epoch=0)
+    assert (callback.groups_for_epoch(1, 4) == 4) is switches
+    assert callback.groups_for_epoch(5, 4) == 4  # frozen_epochs ends phase 1 in any case
