@@ -40,10 +40,12 @@ probing() {
     $BIN/allennlp $cmd "${common[@]}" --archive "$sst2" --reader sst2 \
       ${train[@]:+"${train[@]}" "$DATA/sst-2/train.tsv"} \
       --dev-file "$DATA/sst-2/dev.tsv" --output-dir "$RUNS/analysis/sst2"
-    $BIN/allennlp $cmd "${common[@]}" --archive "$mrpc" \
-      --reader "{\"type\": \"mrpc\", \"ids_file\": \"$DATA/mrpc/glue/dev_ids.tsv\", \"ids\": \"exclude\"}" \
-      --dev-reader mrpc \
-      ${train[@]:+"${train[@]}" "$DATA/mrpc/glue/msr_paraphrase_train.txt"} \
+    # MRPC's GLUE train split is the release file without the dev pairs (probe only; mi reads
+    # only the dev file, with the plain reader).
+    local mrpc_train=()
+    [ "$cmd" = probe ] && mrpc_train=(--reader "{\"type\": \"mrpc\", \"ids_file\": \"$DATA/mrpc/glue/dev_ids.tsv\", \"ids\": \"exclude\"}" --dev-reader mrpc --train-file "$DATA/mrpc/glue/msr_paraphrase_train.txt")
+    [ "$cmd" = mi ] && mrpc_train=(--reader mrpc)
+    $BIN/allennlp $cmd "${common[@]}" --archive "$mrpc" "${mrpc_train[@]}" \
       --dev-file "$DATA/mrpc/glue/dev.tsv" --output-dir "$RUNS/analysis/mrpc"
     $BIN/allennlp $cmd "${common[@]}" --archive "$stsb" --reader sts_b \
       ${train[@]:+"${train[@]}" "$DATA/sts-b/sts-train.csv"} \
