@@ -70,10 +70,9 @@ def restart(scheduler, batches_done: int, epochs_done: int, num_epochs: int) -> 
     steps_per_epoch = max(1, batches_done // max(1, epochs_done))
     if isinstance(scheduler, PolynomialDecay):
         scheduler.total_steps = remaining * steps_per_epoch
-        scheduler.steps = 0
     elif isinstance(scheduler, SlantedTriangular):
         scheduler.num_epochs = remaining
         scheduler.num_steps_per_epoch = steps_per_epoch
         scheduler.batch_num_total_epoch_end = [0]
-        scheduler.last_batch_num_total = -1
-    scheduler.step_batch(0)  # the first rate of the new schedule, before phase 2's first batch
+    # Step 0 of the new schedule (resets the step counters), before phase 2's first batch.
+    scheduler.step_batch(0)
