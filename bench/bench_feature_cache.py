@@ -12,6 +12,7 @@ every epoch after the first. Wall time is the target's measure; the process's CP
 printed beside it for reference.
 
     .venv/bin/python bench/bench_feature_cache.py [--pairs 500] [--epochs 3] [--batch-size 32]
+    .venv/bin/python bench/bench_feature_cache.py --memory  # peak RSS, each in its own process
 
 An epoch is what the trainer does per epoch: tensorise the batches (AllenNLP's data loader),
 forward, backward, optimizer step. The cache lives in a temporary folder (`--cache-dir` to
@@ -33,6 +34,7 @@ from allennlp.common import Params
 from allennlp.data import DatasetReader, Vocabulary
 from allennlp.data.data_loaders import SimpleDataLoader
 from allennlp.models import Model
+from peak_memory import in_fresh_process
 
 import allennlp_tune.data  # noqa: F401  (the sick reader)
 import allennlp_tune.modules  # noqa: F401  (tune_transformer)
@@ -68,6 +70,44 @@ def build_model(vocab: Vocabulary, model_path: str, cache_dir: str = None) -> Mo
     return Model.from_params(vocab=vocab, params=Params(params))
 
 
+def read_instances(model_path: str, path: Path, pairs: int) -> Tuple[List, Vocabulary]:
+    reader = DatasetReader.from_params(
+        Params(
+            {
+                "type": "sick",
+                "split": "train",
+                "pair_encoding": "joint",
+                "tokenizer": {"type": "pretrained_transformer", "model_name": model_path},
+                "token_indexers": {
+                    "tokens": {"type": "pretrained_transformer", "model_name": model_path}
+                },
+            }
+        )
+    )
+    instances = []
+    for instance in reader.read(str(path)):
+        instances.append(instance)
+        if len(instances) == pairs:
+            break
+    return instances, Vocabulary.from_instances(instances)
+
+
+def train_alone(model_path: str, pairs: int, batch_size: int, epochs: int, cached: bool) -> float:
+    """Train one model (cached or not) for `epochs` epochs; its wall time (memory mode)."""
+    torch.manual_seed(0)
+    instances, vocab = read_instances(model_path, sick_file(), pairs)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = build_model(vocab, model_path, os.path.join(tmp, "cache") if cached else None)
+        loader = SimpleDataLoader(instances, batch_size, shuffle=True, vocab=vocab)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.Adam(trainable, lr=1e-3)
+        start = time.perf_counter()
+        for _ in range(epochs):
+            for _ in timed_steps(model, loader, optimizer):
+                pass
+        return time.perf_counter() - start
+
+
 def timed_steps(
     model: Model, loader: SimpleDataLoader, optimizer: torch.optim.Optimizer
 ) -> Iterator[Tuple[float, float]]:
@@ -97,30 +137,22 @@ def main() -> int:
         "--cache-dir", default=None, help="keep the cache here (default: a tmp dir)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory", action="store_true", help="peak RSS of each model instead")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
     model_path = minilm_path()
-    reader = DatasetReader.from_params(
-        Params(
-            {
-                "type": "sick",
-                "split": "train",
-                "pair_encoding": "joint",
-                "tokenizer": {"type": "pretrained_transformer", "model_name": model_path},
-                "token_indexers": {
-                    "tokens": {"type": "pretrained_transformer", "model_name": model_path}
-                },
-            }
-        )
-    )
+    if args.memory:
+        print(f"peak RSS, {args.pairs} SICK TRAIN pairs, {args.epochs} epochs:")
+        for cached in (False, True):
+            seconds, mib = in_fresh_process(
+                train_alone, model_path, args.pairs, args.batch_size, args.epochs, cached
+            )
+            name = "cached" if cached else "uncached"
+            print(f"  {name:8s}: {mib:7.0f} MiB ({seconds:.1f} s)")
+        return 0
     path = sick_file()
-    instances = []
-    for instance in reader.read(str(path)):
-        instances.append(instance)
-        if len(instances) == args.pairs:
-            break
-    vocab = Vocabulary.from_instances(instances)
+    instances, vocab = read_instances(model_path, path, args.pairs)
     wordpieces = sum(len(instance["tokens"]) for instance in instances)
     print(
         f"{len(instances)} SICK TRAIN pairs from {path} ({wordpieces / len(instances):.1f} "

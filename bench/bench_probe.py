@@ -5,6 +5,7 @@ and the first `--num-sentences` rows of the real SST-2 train and dev files (the 
 and dev data), the ratio of wall times should be at most 1.3.
 
     .venv/bin/python bench/bench_probe.py [--num-sentences 300] [--repeats 3]
+    .venv/bin/python bench/bench_probe.py --memory   # peak RSS of each, in its own process
 
 Both sides load the model from disk and tokenise the text; the probe also reads through our
 reader, pools every layer, fits 7 logistic regressions and writes its JSON and PNG. Runs are
@@ -24,6 +25,7 @@ import time
 from typing import List
 
 import torch
+from peak_memory import in_fresh_process
 
 TARGET_RATIO = 1.3
 
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cli", action="store_true", help="also time `allennlp probe` itself")
+    parser.add_argument("--memory", action="store_true", help="peak RSS of each side instead")
     args = parser.parse_args()
 
     from allennlp_tune.commands.probe import probe_from_args
@@ -93,6 +96,14 @@ def main() -> None:
     sentences = first_sentences(train, count) + first_sentences(dev, count)
     probe_args = probe_arguments(model, train, dev, count, args.batch_size)
 
+    if args.memory:
+        _, forward_mib = in_fresh_process(forward_pass, model, sentences, args.batch_size)
+        _, probe_mib = in_fresh_process(probe_from_args, probe_args)
+        print(f"peak RSS, {len(sentences)} SST-2 sentences, batch size {args.batch_size}:")
+        print(f"  one no-grad forward pass: {forward_mib:7.0f} MiB")
+        print(f"  allennlp probe:           {probe_mib:7.0f} MiB")
+        print(f"  ratio: {probe_mib / forward_mib:.2f}")
+        return
     forward_pass(model, sentences[: args.batch_size], args.batch_size)  # warm-up: file cache
     baseline_times, probe_times = [], []
     for _ in range(args.repeats):

@@ -4,6 +4,7 @@
 #   scripts/real_results.sh grid      # issue 6: bert fe / ft on SICK-E, SICK-R, MRPC, STS-B
 #   scripts/real_results.sh probing   # fine-tuned CoLA and SST-2 archives, then probe and mi
 #   scripts/real_results.sh seeds     # fe / ft / sf x 3 seeds on SICK-E and SICK-R
+#   scripts/real_results.sh glue      # fe / ft / sf x 3 seeds on MRPC, STS-B and SST-2 (8k)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -56,6 +57,22 @@ probing() {
 seeds() {
   $BIN/allennlp tune-grid training_config/{sick_e,sick_r}_bert_{fe,ft,sf}.jsonnet \
     --seeds 1 2 3 --results-dir "$RUNS/seeds" --no-progress "${MINILM_VARS[@]}"
+}
+
+glue() {
+  # Seed 1 of fe / ft is the run of the grid stage, when it is there.
+  for cell in mrpc_bert_fe mrpc_bert_ft sts_b_bert_fe sts_b_bert_ft; do
+    if [ -f "$RUNS/grid/$cell/seed_1/metrics.json" ] && [ ! -e "$RUNS/glue/$cell/seed_1" ]; then
+      mkdir -p "$RUNS/glue/$cell" && cp -r "$RUNS/grid/$cell/seed_1" "$RUNS/glue/$cell/"
+    fi
+  done
+  $BIN/allennlp tune-grid training_config/{mrpc,sts_b}_bert_{fe,ft,sf}.jsonnet \
+    --seeds 1 2 3 --results-dir "$RUNS/glue" --no-progress "${MINILM_VARS[@]}"
+  # SST-2: the first 8,000 of its 67,349 training phrases (a fine-tuning epoch on all of them
+  # takes 20-30 min on 2 cores); the dev set (872) is read whole.
+  $BIN/allennlp tune-grid training_config/sst2_bert_{fe,ft,sf}.jsonnet \
+    --seeds 1 2 3 --results-dir "$RUNS/glue_sst2_8k" --no-progress "${MINILM_VARS[@]}" \
+    --ext-var TUNE_MAX_INSTANCES=8000
 }
 
 stages=("$@")

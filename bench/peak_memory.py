@@ -1,0 +1,33 @@
+"""
+Peak memory of one call, measured in a fresh process: the call runs in a child started with
+`spawn` (nothing inherited from the parent's heap), and the child's peak resident set size
+(`ru_maxrss`: libraries, model weights, activations, allocator caches, all of it) comes back
+with the call's result. Side-by-side comparisons run each side in its own child, one after the
+other, so neither side's memory is counted in the other's figure.
+"""
+
+import multiprocessing
+import resource
+from typing import Any, Callable, Tuple
+
+
+def _child(queue, target: Callable, args: tuple) -> None:
+    try:
+        result = target(*args)
+    except BaseException as error:  # report, so the parent does not wait forever
+        queue.put(("error", repr(error), 0.0))
+        raise
+    queue.put(("ok", result, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def in_fresh_process(target: Callable, *args: Any) -> Tuple[Any, float]:
+    """`target(*args)` in a new process: its result and the process's peak RSS in MiB."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_child, args=(queue, target, args))
+    process.start()
+    status, result, peak_mib = queue.get()
+    process.join()
+    if status != "ok" or process.exitcode != 0:
+        raise RuntimeError(f"{getattr(target, '__name__', target)} failed in its process: {result}")
+    return result, peak_mib
