@@ -270,8 +270,8 @@ def test_stack_then_finetune_switches_at_the_configured_epoch(tmp_path):
     train(tmp_path, config([callback], epochs=4))
     assert TRAINED_GROUPS == [[], [], GROUPS, GROUPS]
     log = adaptation_log(tmp_path / "run")
-    switch = [r for r in log if r["epoch"] == 2]
-    rates = switch[-1]["learning_rates"]
+    assert [r["epoch"] for r in log] == [0, 1, 2, 3, 4]  # one line per epoch, the switch too
+    rates = log[2]["learning_rates"]  # logged after the switch set the encoder's rate
     assert rates["layer_2"] == pytest.approx(0.002)
     assert rates["layer_1"] == pytest.approx(0.001)  # decay 0.5 kept below the new top rate
     assert rates["head"] == 0.01

@@ -53,7 +53,10 @@ class AdaptationCallback(TrainerCallback):
         raise NotImplementedError
 
     def on_phase_change(self, trainer, epoch: int) -> None:
-        """Called when the trainable set changes at the start of `epoch` (not on recovery)."""
+        """
+        Called when the trainable set changes at the start of `epoch` (not on recovery), before
+        that epoch's line is logged, so what it changes (learning rates) is in the line.
+        """
 
     # ---- trainer hooks ----------------------------------------------------------------------
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
@@ -108,9 +111,10 @@ class AdaptationCallback(TrainerCallback):
         if is_primary and self.serialization_dir and os.path.exists(epoch_file):
             dump_metrics(epoch_file, metrics)
         before = self._trainable
-        self._apply(trainer, epoch + 1)
+        self._apply(trainer, epoch + 1, log=False)
         if self._trainable != before:
             self.on_phase_change(trainer, epoch + 1)
+        self._log(trainer, epoch + 1)
 
     def on_backward(self, trainer, batch_outputs: Dict[str, Any], backward_called: bool, **kw):
         if not self._masking or backward_called:
@@ -136,7 +140,7 @@ class AdaptationCallback(TrainerCallback):
     def num_groups(self) -> int:
         return min(len(named_groups(provider)) for provider in self._providers)
 
-    def _apply(self, trainer, epoch: int) -> None:
+    def _apply(self, trainer, epoch: int, log: bool = True) -> None:
         num_groups = self.num_groups()
         trainable = max(0, min(num_groups, self.groups_for_epoch(epoch, num_groups)))
         self._trainable, self._epoch = trainable, epoch
@@ -145,7 +149,8 @@ class AdaptationCallback(TrainerCallback):
                 provider.freeze()
                 if trainable:
                     provider.unfreeze(trainable)
-        self._log(trainer, epoch)
+        if log:
+            self._log(trainer, epoch)
 
     def trainable_group_names(self) -> List[str]:
         names = [name for name, _ in named_groups(self._providers[0])]

@@ -117,7 +117,6 @@ class StackThenFinetune(AdaptationCallback):
             trainer._learning_rate_scheduler = RestartedSchedule(scheduler, self._restart_offset)
             logger.info("stack_then_finetune: the learning-rate schedule restarts at epoch %d "
                         "(batch %d)", epoch, self._restart_offset)  # fmt: skip
-        self._log(trainer, epoch)
 
     def _set_encoder_lr(self, trainer) -> None:
         if self._encoder_lr is None:
