@@ -100,6 +100,7 @@ class AdaptationCallback(TrainerCallback):
         # After --recover, the trainer resumes at this epoch; the state was loaded already.
         epoch = getattr(trainer, "_start_after_epochs_completed", 0)
         self._apply(trainer, epoch)
+        self._log(trainer, epoch)
 
     def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary=True, **kwargs):
         # What trained in this epoch, and at which rates (the last batch's), in the epoch's
@@ -111,7 +112,7 @@ class AdaptationCallback(TrainerCallback):
         if is_primary and self.serialization_dir and os.path.exists(epoch_file):
             dump_metrics(epoch_file, metrics)
         before = self._trainable
-        self._apply(trainer, epoch + 1, log=False)
+        self._apply(trainer, epoch + 1)
         if self._trainable != before:
             self.on_phase_change(trainer, epoch + 1)
         self._log(trainer, epoch + 1)
@@ -140,7 +141,7 @@ class AdaptationCallback(TrainerCallback):
     def num_groups(self) -> int:
         return min(len(named_groups(provider)) for provider in self._providers)
 
-    def _apply(self, trainer, epoch: int, log: bool = True) -> None:
+    def _apply(self, trainer, epoch: int) -> None:
         num_groups = self.num_groups()
         trainable = max(0, min(num_groups, self.groups_for_epoch(epoch, num_groups)))
         self._trainable, self._epoch = trainable, epoch
@@ -149,8 +150,6 @@ class AdaptationCallback(TrainerCallback):
                 provider.freeze()
                 if trainable:
                     provider.unfreeze(trainable)
-        if log:
-            self._log(trainer, epoch)
 
     def trainable_group_names(self) -> List[str]:
         names = [name for name, _ in named_groups(self._providers[0])]
