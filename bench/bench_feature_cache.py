@@ -92,18 +92,25 @@ def read_instances(model_path: str, path: Path, pairs: int) -> Tuple[List, Vocab
     return instances, Vocabulary.from_instances(instances)
 
 
-def train_alone(model_path: str, pairs: int, batch_size: int, epochs: int, cached: bool) -> float:
+def training_run(model: Model, instances: List, vocab: Vocabulary, batch_size: int):
+    """The model, a shuffling loader over the instances, and Adam over its trainable weights."""
+    loader = SimpleDataLoader(instances, batch_size, shuffle=True, vocab=vocab)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    return model, loader, torch.optim.Adam(trainable, lr=1e-3)
+
+
+def train_alone(
+    model_path: str, pairs: int, batch_size: int, epochs: int, cached: bool, seed: int
+) -> float:
     """Train one model (cached or not) for `epochs` epochs; its wall time (memory mode)."""
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     instances, vocab = read_instances(model_path, sick_file(), pairs)
     with tempfile.TemporaryDirectory() as tmp:
         model = build_model(vocab, model_path, os.path.join(tmp, "cache") if cached else None)
-        loader = SimpleDataLoader(instances, batch_size, shuffle=True, vocab=vocab)
-        trainable = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.Adam(trainable, lr=1e-3)
+        run = training_run(model, instances, vocab, batch_size)
         start = time.perf_counter()
         for _ in range(epochs):
-            for _ in timed_steps(model, loader, optimizer):
+            for _ in timed_steps(*run):
                 pass
         return time.perf_counter() - start
 
@@ -146,7 +153,7 @@ def main() -> int:
         print(f"peak RSS, {args.pairs} SICK TRAIN pairs, {args.epochs} epochs:")
         for cached in (False, True):
             seconds, mib = in_fresh_process(
-                train_alone, model_path, args.pairs, args.batch_size, args.epochs, cached
+                train_alone, model_path, args.pairs, args.batch_size, args.epochs, cached, args.seed
             )
             name = "cached" if cached else "uncached"
             print(f"  {name:8s}: {mib:7.0f} MiB ({seconds:.1f} s)")
@@ -166,11 +173,10 @@ def main() -> int:
             "uncached": build_model(vocab, model_path),
             "cached": build_model(vocab, model_path, cache_dir),
         }
-        runs = {}
-        for name, model in models.items():
-            loader = SimpleDataLoader(instances, args.batch_size, shuffle=True, vocab=vocab)
-            trainable = [p for p in model.parameters() if p.requires_grad]
-            runs[name] = (model, loader, torch.optim.Adam(trainable, lr=1e-3))
+        runs = {
+            name: training_run(model, instances, vocab, args.batch_size)
+            for name, model in models.items()
+        }
 
         times: Dict[str, List[float]] = {name: [] for name in models}
         cpu_times: Dict[str, List[float]] = {name: [] for name in models}
