@@ -7,6 +7,7 @@ other, so neither side's memory is counted in the other's figure.
 """
 
 import multiprocessing
+import queue as queue_module
 import resource
 from typing import Any, Callable, Tuple
 
@@ -26,7 +27,18 @@ def in_fresh_process(target: Callable, *args: Any) -> Tuple[Any, float]:
     queue = context.Queue()
     process = context.Process(target=_child, args=(queue, target, args))
     process.start()
-    status, result, peak_mib = queue.get()
+    while True:
+        try:
+            status, result, peak_mib = queue.get(timeout=1.0)
+            break
+        except queue_module.Empty:
+            # A child killed by a signal (the kernel's OOM killer, a Ctrl-C) reports nothing.
+            if not process.is_alive():
+                process.join()
+                raise RuntimeError(
+                    f"{getattr(target, '__name__', target)} died in its process "
+                    f"(exit code {process.exitcode}) without reporting a result"
+                ) from None
     process.join()
     if status != "ok" or process.exitcode != 0:
         raise RuntimeError(f"{getattr(target, '__name__', target)} failed in its process: {result}")
