@@ -24,7 +24,7 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
     } + (if mode == "feature_extraction" then cache else {}),
   },
 
-  elmo(task, mode, layers="all"):: {
+  elmo(mode, layers="all"):: {
     name: "elmo",
     key: "elmo_chars",  // not "elmo": BCN reserves that key for its own ELMo
     dim: vars.elmo_dim,

@@ -26,7 +26,7 @@ local encoder_modes = {fe: "feature_extraction", ft: "fine_tuning", sf: "feature
     local layers = if encoder_name == "bert" && mode == "ft" then "top" else "all";
     local encoder =
       if encoder_name == "bert" then encoders.bert(task, encoder_modes[mode], layers, tagging)
-      else if encoder_name == "elmo" then encoders.elmo(task, encoder_modes[mode], layers)
+      else if encoder_name == "elmo" then encoders.elmo(encoder_modes[mode], layers)
       else error "encoder must be bert or elmo, not " + encoder_name;
     local pair_encoding = std.get(options, "pair_encoding",
                                   if encoder_name == "bert" then "joint" else "separate");
