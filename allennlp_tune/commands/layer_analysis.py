@@ -14,6 +14,20 @@ from allennlp.common.checks import ConfigurationError
 logger = logging.getLogger(__name__)
 
 
+def layer_subparser(
+    parser: argparse._SubParsersAction, name: str, description: str, train_file: bool
+) -> argparse.ArgumentParser:
+    """The subcommand's parser, with the model, data, feature and output arguments they share."""
+    subparser = parser.add_parser(
+        name,
+        description=description,
+        help=description,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_model_and_data_arguments(subparser, train_file)
+    return subparser
+
+
 def add_model_and_data_arguments(subparser: argparse.ArgumentParser, train_file: bool) -> None:
     models = subparser.add_argument_group("models (give one or both)")
     models.add_argument(

@@ -23,10 +23,10 @@ from typing import Any, Dict
 from allennlp.commands.subcommand import Subcommand
 
 from allennlp_tune.commands.layer_analysis import (
-    add_model_and_data_arguments,
     check_arguments,
     encoders,
     format_table,
+    layer_subparser,
     reader_type,
     write_json,
 )
@@ -45,13 +45,7 @@ class MutualInformation(Subcommand):
             "Estimate the mutual information between every layer of a pretrained and/or "
             "fine-tuned transformer and the labels with EDGE, with a random-label control."
         )
-        subparser = parser.add_parser(
-            self.name,
-            description=description,
-            help=description,
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        )
-        add_model_and_data_arguments(subparser, train_file=False)
+        subparser = layer_subparser(parser, self.name, description, train_file=False)
         estimator = subparser.add_argument_group("EDGE estimator")
         estimator.add_argument(
             "--ensemble",

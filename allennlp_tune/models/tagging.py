@@ -1,16 +1,18 @@
 """
 What the two taggers (`tune_tagger`, `tune_crf_tagger`) share: building the word-level embedder
-(optionally from the first wordpiece of each word) and checking `label_encoding` against the tags.
+(optionally from the first wordpiece of each word), the default encoder, and checking
+`label_encoding` against the tags.
 Not registered itself.
 """
 
 import inspect
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError, check_dimensions_match
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
+from allennlp.modules.seq2seq_encoders import PassThroughEncoder
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.nn.util import batched_index_select
 
@@ -118,6 +120,29 @@ def word_embedder(
             "move the encoder to model.encoder (over words)."
         )
     return text_field_embedder
+
+
+def tagger_arguments(
+    vocab: Vocabulary,
+    text_field_embedder: TextFieldEmbedder,
+    encoder: Optional[Seq2SeqEncoder],
+    first_wordpiece: bool,
+    wordpiece_encoder: Optional[Seq2SeqEncoder],
+    label_encoding: Optional[str],
+    label_namespace: str,
+) -> Dict[str, Any]:
+    """
+    What `tune_tagger` and `tune_crf_tagger` pass to their AllenNLP parents: the word-level
+    embedder, the encoder (`pass_through` when none is given) and the checked label encoding.
+    """
+    check_label_encoding(vocab, label_namespace, label_encoding)
+    embedder = word_embedder(text_field_embedder, first_wordpiece, wordpiece_encoder)
+    return {
+        "text_field_embedder": embedder,
+        "encoder": PassThroughEncoder(embedder.get_output_dim()) if encoder is None else encoder,
+        "label_encoding": label_encoding,
+        "label_namespace": label_namespace,
+    }
 
 
 def check_label_encoding(

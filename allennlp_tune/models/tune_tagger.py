@@ -5,10 +5,9 @@ from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.models.simple_tagger import SimpleTagger
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
-from allennlp.modules.seq2seq_encoders import PassThroughEncoder
 from allennlp.nn.util import get_text_field_mask
 
-from allennlp_tune.models.tagging import check_label_encoding, word_embedder
+from allennlp_tune.models.tagging import tagger_arguments
 
 
 @Model.register("tune_tagger")
@@ -77,18 +76,16 @@ class TuneTagger(SimpleTagger):
         label_namespace: str = "labels",
         **kwargs,
     ) -> None:
-        check_label_encoding(vocab, label_namespace, label_encoding)
-        embedder = word_embedder(text_field_embedder, first_wordpiece, wordpiece_encoder)
-        if encoder is None:
-            encoder = PassThroughEncoder(embedder.get_output_dim())
-        super().__init__(
+        arguments = tagger_arguments(
             vocab,
-            text_field_embedder=embedder,
-            encoder=encoder,
-            label_encoding=label_encoding,
-            label_namespace=label_namespace,
-            **kwargs,
+            text_field_embedder,
+            encoder,
+            first_wordpiece,
+            wordpiece_encoder,
+            label_encoding,
+            label_namespace,
         )
+        super().__init__(vocab, **arguments, **kwargs)
 
     def forward(  # type: ignore[override]
         self, tokens: TextFieldTensors, tags: Optional[torch.LongTensor] = None, **kwargs
