@@ -6,6 +6,8 @@
 #   scripts/real_results.sh seeds     # fe / ft / sf x 3 seeds on SICK-E and SICK-R
 #   scripts/real_results.sh glue      # fe / ft / sf x 3 seeds on MRPC, STS-B and SST-2 (8k)
 #   scripts/real_results.sh conll     # fe / ft / sf x 3 seeds on CoNLL-2003 NER (first 4k sentences)
+#   scripts/real_results.sh search    # ft with more steps: CoNLL-2003 at 1e-4 x 5 epochs; STS-B:
+#                                     # 3 tune-search trials over TUNE_LR and TUNE_EPOCHS
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -83,6 +85,20 @@ conll() {
   $BIN/allennlp tune-grid training_config/conll2003_bert_{fe,ft,sf}.jsonnet \
     --seeds 1 2 3 --results-dir "$RUNS/conll_4k" --no-progress "${MINILM_VARS[@]}" \
     --ext-var TUNE_MAX_INSTANCES=4000
+}
+
+search() {
+  # CoNLL-2003 ft on 4k sentences with BERT's recipe (3 epochs at 2e-5: 375 steps) ends 18 points
+  # under fe; one seed with a 5x rate and 5 epochs says whether that is under-training.
+  $BIN/allennlp tune-grid training_config/conll2003_bert_ft.jsonnet \
+    --seeds 1 --results-dir "$RUNS/conll_4k_lr1e-4_5ep" --no-progress "${MINILM_VARS[@]}" \
+    --ext-var TUNE_MAX_INSTANCES=4000 --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5
+  # Does fine-tuning catch up with feature extraction on STS-B once its learning rate and epochs
+  # are tuned? (20 of 24 ft / sf runs peaked in their last epoch with BERT's 3 epochs at 2e-5.)
+  # 3 trials, seed 1, 5-10 min each; compare with sts_b_bert_fe seed 1 (dev Pearson 87.5).
+  $BIN/allennlp tune-search training_config/sts_b_bert_ft.jsonnet --study-name sts_b_bert_ft \
+    --param TUNE_LR=3e-5:3e-4:log --param TUNE_EPOCHS=3:6 --trials 3 --seed 1 \
+    --sampler-seed 1 --results-dir "$RUNS/search" "${MINILM_VARS[@]}"
 }
 
 stages=("$@")
