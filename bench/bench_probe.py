@@ -15,8 +15,10 @@ data (TUNE_DATA_DIR or ../shared/data).
 """
 
 import argparse
+import atexit
 import csv
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,13 +63,14 @@ def forward_pass(model_path: str, sentences: List[str], batch_size: int) -> None
             model(**batch, output_hidden_states=True)
 
 
-def probe_arguments(model_path: str, train: str, dev: str, count: int, batch_size: int):
+def probe_arguments(
+    model_path: str, train: str, dev: str, count: int, batch_size: int, output_dir: str
+):
     import allennlp_tune  # noqa: F401
     from allennlp_tune.commands.probe import Probe
 
     parser = argparse.ArgumentParser()
     Probe().add_subparser(parser.add_subparsers())
-    output_dir = tempfile.mkdtemp(prefix="bench_probe_")
     return parser.parse_args(
         ["probe", "--model-name", model_path, "--reader", "sst2", "--train-file", train,
          "--dev-file", dev, "--max-instances", str(count), "--batch-size", str(batch_size),
@@ -94,7 +97,11 @@ def main() -> None:
     model = minilm_path()
     count = args.num_sentences
     sentences = first_sentences(train, count) + first_sentences(dev, count)
-    probe_args = probe_arguments(model, train, dev, count, args.batch_size)
+    scratch = tempfile.mkdtemp(prefix="bench_probe_")  # probe outputs; removed on exit
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    probe_args = probe_arguments(
+        model, train, dev, count, args.batch_size, os.path.join(scratch, "in_process")
+    )
 
     if args.memory:
         _, forward_mib = in_fresh_process(forward_pass, model, sentences, args.batch_size)
@@ -126,9 +133,10 @@ def main() -> None:
         command = [sys.executable, "-m", "allennlp", "probe", "--model-name", model,
                    "--reader", "sst2", "--train-file", train, "--dev-file", dev,
                    "--max-instances", str(count), "--batch-size", str(args.batch_size),
-                   "--output-dir", tempfile.mkdtemp(prefix="bench_probe_cli_")]  # fmt: skip
+                   "--output-dir", os.path.join(scratch, "cli")]  # fmt: skip
         # Discovery as from the repository root, whether or not allennlp_tune imports commands.
-        workdir = tempfile.mkdtemp(prefix="bench_probe_cwd_")
+        workdir = os.path.join(scratch, "cwd")
+        os.makedirs(workdir)
         with open(os.path.join(workdir, ".allennlp_plugins"), "w") as plugins:
             plugins.write("allennlp_tune\nallennlp_tune.commands\n")
         start = time.perf_counter()

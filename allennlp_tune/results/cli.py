@@ -98,6 +98,12 @@ def add_grid_parser(parser: argparse._SubParsersAction, name: str) -> argparse.A
         action="store_true",
         help="do not retry runs that failed before (default: retry them)",
     )
+    subparser.add_argument(
+        "--keep-checkpoints",
+        action="store_true",
+        help="keep each finished run's epoch checkpoints, best.th and feature_cache/ "
+        "(default: delete them; model.tar.gz has the weights)",
+    )
     subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_output_arguments(subparser)
     subparser.set_defaults(func=grid_main)
@@ -120,6 +126,7 @@ def grid_main(args: argparse.Namespace) -> None:
             ext_vars=ext_vars,
             overrides=args.overrides,
             keep_failed=args.keep_failed,
+            keep_checkpoints=args.keep_checkpoints,
             progress=not args.no_progress,
         )
     except KeyboardInterrupt:
@@ -175,6 +182,12 @@ def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse
     )
     subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides")
     subparser.add_argument("--sampler-seed", type=int, default=None, help="seed of TPE")
+    subparser.add_argument(
+        "--keep-checkpoints",
+        action="store_true",
+        help="keep each finished run's epoch checkpoints, best.th and feature_cache/ "
+        "(default: delete them; model.tar.gz has the weights)",
+    )
     subparser.set_defaults(func=search_main)
     return subparser
 
@@ -207,6 +220,7 @@ def search_main(args: argparse.Namespace) -> None:
             seed=args.seed,
             overrides=args.overrides,
             sampler=sampler,
+            keep_checkpoints=args.keep_checkpoints,
         )
     except ConfigurationError as error:
         _fail("tune-search", error)

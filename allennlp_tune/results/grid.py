@@ -18,6 +18,10 @@ Resuming, after a crash, a kill or Ctrl-C:
   never lost; the report ignores these renamed attempts;
 - a *failed* run is renamed to `seed_<k>.failed-<timestamp>` and retried, unless `keep_failed`.
 
+A run that succeeded is tidied (`tidy.tidy_run_dir`, unless `keep_checkpoints`): its epoch
+checkpoints, `best.th` and its own `feature_cache/` are deleted, as `model.tar.gz` has the
+weights; `tune_run.json` lists what went and how many MB it freed. A failed run keeps everything.
+
 A run that fails (non-zero exit, or no archive or metrics) is recorded as failed in its
 `tune_run.json` with its exit code, the last line of its log and the log's path
 (`tune_train.log` in the run directory), and the grid goes on. While a run is in progress its
@@ -57,6 +61,7 @@ from allennlp_tune.results.runs import (
     timestamp,
     write_json,
 )
+from allennlp_tune.results.tidy import tidy_run_dir
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +195,7 @@ def run_grid(
     ext_vars: Optional[Dict[str, str]] = None,
     overrides: Optional[str] = None,
     keep_failed: bool = False,
+    keep_checkpoints: bool = False,
     runner: Runner = train_subprocess,
     progress: bool = True,
 ) -> GridResult:
@@ -280,6 +286,8 @@ def run_grid(
                 )
             else:
                 result.trained.append(run_dir)
+                if not keep_checkpoints:
+                    info["tidied"] = tidy_run_dir(run_dir)
             write_json(run_dir / RUN_INFO_NAME, info)
             bar.update()
     return result

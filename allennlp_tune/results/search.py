@@ -11,8 +11,9 @@ Values reach the config as strings, like every ext var (read numbers with `std.p
 `TUNE_SEED` is the seed (`--seed`, default 1); `--ext-var KEY=VALUE` fixes others.
 
 Trials run one after another in the worker process: AllenNLP's `train_model` with the trial's
-ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok",
-"pruned" or "failed"). The objective is the trainer's `validation_metric` (its sign gives the
+ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok", "pruned"
+or "failed"; an "ok" trial is left with its archive but no checkpoints, a "pruned" one with no
+weights, see `tidy.py`). The objective is the trainer's `validation_metric` (its sign gives the
 direction), read as `best_validation_<metric>` from the trial's `metrics.json`. tune-search adds
 the `optuna_pruning` callback to the trainer, which reports the validation metric to the trial
 after every epoch; with `--pruning` a median pruner stops a trial after an epoch (from the
@@ -60,6 +61,7 @@ from allennlp_tune.results.runs import (
     timestamp,
     write_json,
 )
+from allennlp_tune.results.tidy import tidy_run_dir
 
 logger = logging.getLogger(__name__)
 
@@ -371,11 +373,13 @@ def run_search(
     overrides: Optional[str] = None,
     pruner: Any = None,
     sampler: Any = None,
+    keep_checkpoints: bool = False,
 ) -> SearchResult:
     """
     Runs `trials` trials of the study `study_name` in this process (see the module docstring).
     `pruner` and `sampler` (Optuna objects) replace the defaults: a median pruner with
-    `pruning`, none without, and TPE.
+    `pruning`, none without, and TPE. Unless `keep_checkpoints`, a completed trial keeps only
+    its archive and a pruned one no weights at all (`tidy.tidy_run_dir`); a failed one keeps all.
     """
     import optuna
 
@@ -471,6 +475,8 @@ def run_search(
             # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
             if "status" in info:
                 run_dir.mkdir(parents=True, exist_ok=True)
+                if info["status"] in (OK, PRUNED) and not keep_checkpoints:
+                    info["tidied"] = tidy_run_dir(run_dir, drop_weights=info["status"] == PRUNED)
                 info["finished"] = timestamp()
                 write_json(run_dir / RUN_INFO_NAME, info)
 

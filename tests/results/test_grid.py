@@ -35,6 +35,10 @@ class FakeTraining:
         run_dir.mkdir()
         config = {"random_seed": seed, "trainer": {"validation_metric": "+accuracy"}}
         (run_dir / "config.json").write_text(json.dumps(config))
+        for name in ("best.th", f"model_state_e{seed}_b0.th", f"training_state_e{seed}_b0.th"):
+            (run_dir / name).write_bytes(b"w" * 1024)
+        (run_dir / "feature_cache" / "ab").mkdir(parents=True)
+        (run_dir / "feature_cache" / "ab" / "abc.f16").write_bytes(b"f" * 1024)
         if len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt  # killed while this run was in progress
         if (run_dir.parent.name, seed) in self.fail:
@@ -111,6 +115,34 @@ def test_failed_run_is_recorded_and_the_grid_goes_on(tmp_path, configs):
     assert result.moved_aside[0].name.startswith("seed_1.failed-")
 
 
+def test_finished_runs_are_tidied_failed_runs_keep_everything(tmp_path, configs):
+    results = tmp_path / "results"
+    run_grid(configs, [1], results, runner=FakeTraining(fail={("sick_e_bow_ft", 1)}))
+    done, failed = (results / stem / "seed_1" for stem in ("sick_e_bow_fe", "sick_e_bow_ft"))
+    assert sorted(path.name for path in done.iterdir()) == [
+        "config.json", "metrics.json", "model.tar.gz", "tune_run.json", "tune_train.log"
+    ]  # fmt: skip
+    tidied = json.loads((done / "tune_run.json").read_text())["tidied"]
+    assert sorted(tidied["removed"]) == [
+        "best.th", "feature_cache", "model_state_e1_b0.th", "training_state_e1_b0.th"
+    ]  # fmt: skip
+    assert tidied["freed_mb"] == round(4 * 1024 / 2**20, 1)
+    assert (failed / "best.th").is_file() and (failed / "feature_cache").is_dir()
+
+    kept = tmp_path / "kept"
+    run_grid(configs, [1], kept, keep_checkpoints=True, runner=FakeTraining())
+    run_dir = kept / "sick_e_bow_fe" / "seed_1"
+    assert (run_dir / "best.th").is_file() and (run_dir / "model_state_e1_b0.th").is_file()
+    assert "tidied" not in json.loads((run_dir / "tune_run.json").read_text())
+    parser = argparse.ArgumentParser()
+    add_grid_parser(parser.add_subparsers(), "grid")
+    args = parser.parse_args(["grid", "x.jsonnet", "--results-dir", "r", "--keep-checkpoints"])
+    assert (
+        args.keep_checkpoints
+        and not parser.parse_args(["grid", "x", "--results-dir", "r"]).keep_checkpoints
+    )
+
+
 def test_config_and_ext_var_errors(tmp_path, configs):
     assert expand_configs([str(tmp_path / "configs" / "*.jsonnet")]) == sorted(configs)
     with pytest.raises(ConfigurationError, match="matches no file"):
@@ -150,6 +182,7 @@ def test_real_training_resumes_from_a_kill(tmp_path, tiny_config, tiny_ext_vars,
     )
     rerun = runs / "seed_2"
     assert status(rerun) == "ok" and (rerun / "model.tar.gz").is_file()
+    assert not list(rerun.glob("*.th"))  # AllenNLP's real checkpoint names were all tidied
     assert json.loads((rerun / "config.json").read_text())["random_seed"] == 2  # TUNE_SEED
     assert "Beginning training" in (rerun / "tune_train.log").read_text()
     [aside] = runs.glob("seed_2.incomplete-*")

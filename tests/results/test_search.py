@@ -114,6 +114,15 @@ def test_search_writes_sqlite_study_and_best_params(tmp_path, tiny_config, tiny_
     markdown = render_markdown(report_from_dirs([tmp_path]))
     assert "| sst2_bow_fe_bow/trial_1 | accuracy | pruned (1/1) |" in markdown
 
+    # Finished trials keep their archive but no checkpoints; the pruned one keeps no weights.
+    for trial in study.trials:
+        trial_dir = tmp_path / "bow" / f"trial_{trial.number}"
+        assert not list(trial_dir.glob("*.th")), sorted(p.name for p in trial_dir.iterdir())
+        complete = trial.state == optuna.trial.TrialState.COMPLETE
+        assert (trial_dir / "model.tar.gz").is_file() == complete
+        info = json.loads((trial_dir / "tune_run.json").read_text())
+        assert "best.th" in info["tidied"]["removed"] and info["tidied"]["freed_mb"] >= 0
+
 
 def postgres_bin_dir():
     for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
