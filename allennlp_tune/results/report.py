@@ -56,6 +56,15 @@ PAPER_METRICS = {
     "mrpc": "accuracy",
     "sts_b": "Pearson",
 }
+# AllenNLP's metric names, as the Metric column prints them; any other name is printed as is.
+METRIC_TITLES = {
+    "f1-measure-overall": "span F1",
+    "accuracy": "accuracy",
+    "pearson": "Pearson",
+    "spearman": "Spearman",
+    "mcc": "MCC",
+    "loss": "loss",
+}
 TASK_TITLES = {
     "conll2003": "CoNLL 2003",
     "sst2": "SST-2",
@@ -125,7 +134,9 @@ class Summary:
 
     @property
     def metrics(self) -> str:
-        names = sorted({run.metric for run in self.runs if run.metric})
+        names = sorted(
+            {METRIC_TITLES.get(run.metric, run.metric) for run in self.runs if run.metric}
+        )
         return " / ".join(names) if names else "?"
 
     def status_counts(self) -> Dict[str, int]:

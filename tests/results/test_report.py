@@ -93,7 +93,7 @@ def test_report_cells_deltas_markers_and_problems(runs):
     assert elmo["SST-2"][2] == "incomplete (1/1)"
     assert elmo["SICK-R"] == [
         "SICK-R",
-        "pearson",
+        "Pearson",
         "86.1 (n=1)",
         "86.1",
         "—",
@@ -104,7 +104,7 @@ def test_report_cells_deltas_markers_and_problems(runs):
     ]
 
     others = table_rows(markdown, "Other runs (ablations, search trials, unrecognised names)")
-    assert others["conll2003_bert_ft_crf"][1:] == ["f1-measure-overall", "91.2 (n=1)"]
+    assert others["conll2003_bert_ft_crf"][1:] == ["span F1", "91.2 (n=1)"]
     assert others[str((runs / "my_experiment").resolve())][2] == "50.0 (n=1)"
 
     problems = markdown.split("## Runs without a score\n", 1)[1]
