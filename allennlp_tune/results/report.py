@@ -12,7 +12,11 @@ beside ours, and stack-then-finetune (sf) is a further column.
 
 Runs without a score are never dropped: a cell says `failed (1/3)`, `missing metric (1/3)`,
 `incomplete (1/3)` (no metrics.json: killed or still training) or `pruned (1/3)`, and the report
-lists each such run with its log. Ablations (config names with a suffix), search trials and runs
+lists each such run with its log. A cell whose runs were trained with different settings (their
+`config.json` differ in more than the seeds: two learning rates, two data sizes) says `mixed
+settings`, and the report lists what differs, so runs from two experiments are never averaged
+silently; a cell with two runs of one seed (the same grid reported twice, say) says `repeated
+seed` and the report names them. Ablations (config names with a suffix), search trials and runs
 whose names follow no convention go to a second table. How runs are found and identified:
 `allennlp_tune.results.runs`.
 """
@@ -79,6 +83,11 @@ MODE_TITLES = {"fe": "feature extraction", "ft": "fine-tuning", "sf": "stack-the
 FAVOURS_FINE_TUNING = "[ft]"
 FAVOURS_FEATURE_EXTRACTION = "[fe]"
 NONE = "—"
+MIXED = "mixed settings"
+REPEATED = "repeated seed"
+ABSENT = "(absent)"
+# How many differing config keys the report names per mixed cell.
+MAX_MIXED_KEYS = 8
 HEADER = ["Task", "Metric", "fe (ours)", "fe (paper)", "ft (ours)", "ft (paper)", "Δ ft−fe (ours)",
           "Δ (paper)", "sf (ours)"]  # fmt: skip
 OTHER_HEADER = ["Run", "Metric", "Score"]
@@ -139,6 +148,30 @@ class Summary:
         )
         return " / ".join(names) if names else "?"
 
+    def mixed_settings(self) -> Dict[str, Dict[str, int]]:
+        """Config keys whose values differ between this cell's runs: key -> {value: runs}."""
+        configured = [run.settings for run in self.runs if run.settings is not None]
+        if len(configured) < 2:
+            return {}
+        keys = sorted(set().union(*configured))
+        mixed: Dict[str, Dict[str, int]] = {}
+        for key in keys:
+            values = [settings.get(key, ABSENT) for settings in configured]
+            if len(set(values)) > 1:
+                counts: Dict[str, int] = {}
+                for value in values:
+                    counts[value] = counts.get(value, 0) + 1
+                mixed[key] = counts
+        return mixed
+
+    def repeated_seeds(self) -> Dict[int, List[Run]]:
+        """Seeds that more than one of this cell's runs used: seed -> those runs."""
+        by_seed: Dict[int, List[Run]] = {}
+        for run in self.runs:
+            if run.seed is not None:
+                by_seed.setdefault(run.seed, []).append(run)
+        return {seed: runs for seed, runs in sorted(by_seed.items()) if len(runs) > 1}
+
     def status_counts(self) -> Dict[str, int]:
         counts = {status: 0 for status in STATUSES}
         for run in self.runs:
@@ -161,6 +194,10 @@ class Summary:
         for status, count in self.status_counts().items():
             if status != OK and count:
                 parts.append(f"{status} ({count}/{total})")
+        if self.mixed_settings():
+            parts.append(MIXED)
+        if self.repeated_seeds():
+            parts.append(REPEATED)
         return ", ".join(parts)
 
 
@@ -263,6 +300,45 @@ class Report:
         ]
         return lines
 
+    def cells(self) -> List[Tuple[str, Summary]]:
+        """Every non-empty cell with a label, Table 2 cells first, then the other runs."""
+        labelled = [
+            (f"{ENCODER_TITLES.get(encoder, encoder)} {TASK_TITLES[row.task]} {mode}", summary)
+            for encoder, rows in self.encoder_rows.items()
+            for row in rows
+            for mode, summary in row.cells.items()
+            if summary.runs
+        ]
+        return labelled + list(self.others)
+
+    def mixed_lines(self) -> List[str]:
+        """One line per cell that averages runs of different settings, naming what differs."""
+        lines = []
+        for label, summary in self.cells():
+            mixed = summary.mixed_settings()
+            if not mixed:
+                continue
+            shown = [
+                f"{key} = " + ", ".join(f"{value} ({count})" for value, count in counts.items())
+                for key, counts in list(mixed.items())[:MAX_MIXED_KEYS]
+            ]
+            more = len(mixed) - len(shown)
+            lines.append(
+                f"{label} ({len(summary.runs)} runs): "
+                + "; ".join(shown)
+                + (f"; and {more} more key(s)" if more > 0 else "")
+            )
+        return lines
+
+    def repeated_lines(self) -> List[str]:
+        """One line per cell with a seed that several runs used, naming those runs."""
+        lines = []
+        for label, summary in self.cells():
+            for seed, runs in summary.repeated_seeds().items():
+                paths = ", ".join(_display_path(run.path) for run in runs)
+                lines.append(f"{label}: seed {seed} in {len(runs)} runs: {paths}")
+        return lines
+
     def problem_lines(self) -> List[str]:
         lines = []
         for run in self.problems:
@@ -361,6 +437,14 @@ def render_markdown(report: Report) -> str:
         lines.append("|" + "|".join("---" for _ in table.header) + "|")
         for row in table.rows:
             lines.append("| " + " | ".join(_markdown_escape(text) for text, _ in row) + " |")
+    mixed = report.mixed_lines()
+    if mixed:
+        lines += ["", "## Cells that mix settings (config.json differs beyond the seed)", ""]
+        lines += [f"- {_markdown_escape(line)}" for line in mixed]
+    repeated = report.repeated_lines()
+    if repeated:
+        lines += ["", "## Cells with a repeated seed (each run counts in n)", ""]
+        lines += [f"- {_markdown_escape(line)}" for line in repeated]
     problems = report.problem_lines()
     if problems:
         lines += ["", "## Runs without a score", ""]
@@ -393,6 +477,16 @@ def render_html(report: Report) -> str:
                 cells.append(f"<td{attribute}>{html.escape(text)}</td>")
             out.append("<tr>" + "".join(cells) + "</tr>")
         out.append("</table>")
+    mixed = report.mixed_lines()
+    if mixed:
+        out.append("<h2>Cells that mix settings (config.json differs beyond the seed)</h2><ul>")
+        out += [f"<li>{html.escape(line)}</li>" for line in mixed]
+        out.append("</ul>")
+    repeated = report.repeated_lines()
+    if repeated:
+        out.append("<h2>Cells with a repeated seed (each run counts in n)</h2><ul>")
+        out += [f"<li>{html.escape(line)}</li>" for line in repeated]
+        out.append("</ul>")
     problems = report.problem_lines()
     if problems:
         out.append("<h2>Runs without a score</h2><ul>")

@@ -119,6 +119,8 @@ class Run:
     log: Optional[str] = None
     detail: Optional[str] = None
     info: Dict[str, Any] = field(default_factory=dict)
+    # What was trained: `config_settings(config.json)`; `None` without a config.json.
+    settings: Optional[Dict[str, str]] = None
 
 
 def read_json(path: Path) -> Optional[Dict[str, Any]]:
@@ -216,6 +218,35 @@ def _identify(run_dir: Path, info: Dict[str, Any]) -> Tuple[Optional[RunName], O
     return None, parse_run_name(run_dir.name)[1]
 
 
+SEED_KEYS = ("random_seed", "numpy_seed", "pytorch_seed")
+
+
+def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
+    """
+    A run's `config.json` flattened to `{"trainer.optimizer.lr": "0.0001", ...}` (list items by
+    index, values as JSON), without the seeds, which are what tells the seeds of a cell apart.
+    Data paths count by file name only, so one data folder reached by two paths is no difference.
+    The report compares these between the runs of a cell, to flag cells that average runs trained
+    with different settings (two learning rates, say).
+    """
+    flat: Dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif isinstance(value, list) and value:
+            for index, item in enumerate(value):
+                walk(f"{prefix}.{index}", item)
+        elif prefix.endswith("_data_path") and isinstance(value, str):
+            flat[prefix] = json.dumps(os.path.basename(value.rstrip("/")))
+        else:
+            flat[prefix] = json.dumps(value, sort_keys=True)
+
+    walk("", {key: value for key, value in config.items() if key not in SEED_KEYS})
+    return flat
+
+
 def load_run(run_dir: Path, split: str = "validation") -> Run:
     """Reads one run directory; never raises for a broken run, it says so in `status`."""
     info = read_json(run_dir / RUN_INFO_NAME) or {}
@@ -234,6 +265,7 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     run = Run(path=run_dir, name=name, seed=seed, status=INCOMPLETE, log=log, info=info)
     if config:
         run.metric, run.higher_is_better = metric_of_config(config)
+        run.settings = config_settings(config)
     elif info.get("metric"):
         run.metric, run.higher_is_better = metric_of_config(
             {"trainer": {"validation_metric": info["metric"]}}

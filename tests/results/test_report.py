@@ -143,6 +143,36 @@ def test_identification_and_rounding(tmp_path, make_run):
     assert run.status == "missing metric" and "nan" in run.detail
 
 
+def test_cells_mixing_settings_or_repeating_a_seed_are_flagged(tmp_path, make_run):
+    def run(root, seed, value, lr, data="/data/sick/train.txt"):
+        run_dir = make_run(tmp_path / root / "sick_e_bert_ft" / f"seed_{seed}", seed, value)
+        config = json.loads((run_dir / "config.json").read_text())
+        config.update(numpy_seed=seed * 10, train_data_path=data)
+        config["trainer"]["optimizer"] = {"type": "adamw", "lr": lr}
+        (run_dir / "config.json").write_text(json.dumps(config))
+
+    # Seeds and the spelling of a data path are not settings.
+    run("grid", 1, 0.80, 2e-5)
+    run("grid", 2, 0.82, 2e-5, data="../shared/data/sick/train.txt")
+    clean = render_markdown(report_from_dirs([tmp_path / "grid"]))
+    assert "| 81.0 ± 1.4 (n=2) |" in clean and "mix settings" not in clean
+    assert "repeated seed" not in clean
+
+    run("recipe", 1, 0.86, 1e-4)
+    markdown = render_markdown(report_from_dirs([tmp_path / "grid", tmp_path / "recipe"]))
+    assert "| 82.7 ± 3.1 (n=3), mixed settings, repeated seed |" in markdown
+    mixed = markdown.split("## Cells that mix settings (config.json differs beyond the seed)\n")[1]
+    assert mixed.split("\n")[1] == (
+        "- BERT SICK-E ft (3 runs): trainer.optimizer.lr = 2e-05 (2), 0.0001 (1)"
+    )
+    repeated = markdown.split("## Cells with a repeated seed (each run counts in n)\n")[1]
+    line = repeated.split("\n")[1]
+    assert line.startswith("- BERT SICK-E ft: seed 1 in 2 runs: ")
+    assert "grid/sick_e_bert_ft/seed_1" in line and "recipe/sick_e_bert_ft/seed_1" in line
+    page = render_html(report_from_dirs([tmp_path / "grid", tmp_path / "recipe"]))
+    assert "<li>BERT SICK-E ft (3 runs): trainer.optimizer.lr = 2e-05 (2), 0.0001 (1)</li>" in page
+
+
 def test_missing_directory_and_empty(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such directory"):
         report_from_dirs([tmp_path / "nope"])
