@@ -18,6 +18,13 @@ Resuming, after a crash, a kill or Ctrl-C:
   never lost; the report ignores these renamed attempts;
 - a *failed* run is renamed to `seed_<k>.failed-<timestamp>` and retried, unless `keep_failed`.
 
+The runs of a grid share one cache of frozen-encoder features, `DIR/.feature_cache`
+(`TUNE_FEATURE_CACHE_DIR` in their environment; entries are keyed by encoder weights, layers and
+input ids, so sharing is safe): the fe and sf runs of one task and encoder compute the features
+once instead of once per seed. A `TUNE_FEATURE_CACHE_DIR` of your own (environment or
+`--ext-var`) wins. The cache is deleted when the grid has gone through every run, unless
+`keep_checkpoints`; an interrupted grid keeps it for the rerun.
+
 A run that succeeded is tidied (`tidy.tidy_run_dir`, unless `keep_checkpoints`): its epoch
 checkpoints, `best.th` and its own `feature_cache/` are deleted, as `model.tar.gz` has the
 weights; `tune_run.json` lists what went and how many MB it freed. A failed run keeps everything.
@@ -35,6 +42,7 @@ import functools
 import glob
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,6 +74,7 @@ from allennlp_tune.results.tidy import tidy_run_dir
 logger = logging.getLogger(__name__)
 
 SEED_EXT_VAR = "TUNE_SEED"
+SHARED_CACHE_NAME = ".feature_cache"
 
 # runner(command, environment, log_path) -> exit code. Tests replace `train_subprocess`.
 Runner = Callable[[List[str], Dict[str, str], Path], int]
@@ -206,9 +215,14 @@ def run_grid(
     """
     from tqdm import tqdm
 
+    from allennlp_tune.modules.token_embedders.feature_cache import CACHE_DIR_ENV
+
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     result = GridResult()
+    shared_cache = None
+    if CACHE_DIR_ENV not in os.environ and CACHE_DIR_ENV not in (ext_vars or {}):
+        shared_cache = (results_dir / SHARED_CACHE_NAME).resolve()
     jobs = [(config, seed) for seed in seeds for config in configs]
     bar = tqdm(total=len(jobs), unit="run", desc="tune-grid", disable=not progress, file=sys.stderr)
     with bar, _SigtermAsInterrupt():
@@ -240,6 +254,8 @@ def run_grid(
             environment = dict(os.environ)
             run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(seed)}
             environment.update(run_ext_vars)
+            if shared_cache is not None:
+                environment[CACHE_DIR_ENV] = str(shared_cache)
             command = train_command(config, run_dir, overrides)
             name, _ = parse_run_name(stem)
             info = {
@@ -290,4 +306,6 @@ def run_grid(
                     info["tidied"] = tidy_run_dir(run_dir)
             write_json(run_dir / RUN_INFO_NAME, info)
             bar.update()
+    if shared_cache is not None and shared_cache.is_dir() and not keep_checkpoints:
+        shutil.rmtree(shared_cache)
     return result

@@ -38,6 +38,7 @@ import math
 import os
 import random
 import shlex
+import shutil
 import socket
 import time
 from dataclasses import dataclass, field
@@ -380,8 +381,13 @@ def run_search(
     `pruner` and `sampler` (Optuna objects) replace the defaults: a median pruner with
     `pruning`, none without, and TPE. Unless `keep_checkpoints`, a completed trial keeps only
     its archive and a pruned one no weights at all (`tidy.tidy_run_dir`); a failed one keeps all.
+    The trials of this worker share a feature cache, `DIR/<study>/.feature_cache-<worker>`, unless
+    `TUNE_FEATURE_CACHE_DIR` is set; it is removed when the worker stops (kept with
+    `keep_checkpoints`).
     """
     import optuna
+
+    from allennlp_tune.modules.token_embedders.feature_cache import CACHE_DIR_ENV
 
     config = Path(config)
     results_dir = Path(results_dir)
@@ -480,7 +486,19 @@ def run_search(
                 info["finished"] = timestamp()
                 write_json(run_dir / RUN_INFO_NAME, info)
 
-    study.optimize(objective, n_trials=trials, catch=(Exception,))
+    # This worker's trials share one cache of frozen-encoder features (keyed by content, so
+    # safe), unless the user set TUNE_FEATURE_CACHE_DIR; it goes when the worker stops.
+    own_cache = os.environ.get(CACHE_DIR_ENV)
+    shared_cache = study_dir / f".feature_cache-{worker.replace(':', '-')}"
+    if not own_cache:
+        os.environ[CACHE_DIR_ENV] = str(shared_cache.resolve())
+    try:
+        study.optimize(objective, n_trials=trials, catch=(Exception,))
+    finally:
+        if not own_cache:
+            del os.environ[CACHE_DIR_ENV]
+            if shared_cache.is_dir() and not keep_checkpoints:
+                shutil.rmtree(shared_cache)
 
     states: Dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):

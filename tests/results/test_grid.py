@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
 from allennlp_tune.results.cli import add_grid_parser, add_report_parser
 from allennlp_tune.results.grid import expand_configs, parse_ext_vars, run_grid, train_subprocess
 from allennlp_tune.results.report import render_markdown, report_from_dirs
@@ -26,11 +27,16 @@ class FakeTraining:
 
     def __init__(self, fail=(), interrupt_at=None):
         self.calls, self.fail, self.interrupt_at = [], set(fail), interrupt_at
+        self.caches = []
 
     def __call__(self, command, environment, log_path):
         run_dir = Path(command[command.index("-s") + 1])
         seed = int(environment["TUNE_SEED"])
         self.calls.append((run_dir.parent.name, seed))
+        cache = Path(environment["TUNE_FEATURE_CACHE_DIR"])
+        self.caches.append(cache)
+        (cache / "ab").mkdir(parents=True, exist_ok=True)
+        (cache / "ab" / f"{run_dir.parent.name}_{seed}.f16").write_bytes(b"f")
         log_path.write_text("training\n")
         run_dir.mkdir()
         config = {"random_seed": seed, "trainer": {"validation_metric": "+accuracy"}}
@@ -141,6 +147,65 @@ def test_finished_runs_are_tidied_failed_runs_keep_everything(tmp_path, configs)
         args.keep_checkpoints
         and not parser.parse_args(["grid", "x", "--results-dir", "r"]).keep_checkpoints
     )
+
+
+def test_runs_share_one_feature_cache_removed_when_the_grid_is_done(tmp_path, configs, monkeypatch):
+    monkeypatch.delenv("TUNE_FEATURE_CACHE_DIR", raising=False)
+    results = tmp_path / "results"
+    first = FakeTraining(interrupt_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(configs, [1], results, runner=first)
+    shared = (results / ".feature_cache").resolve()
+    assert first.caches == [shared, shared]
+    # Interrupted: the cache stays for the rerun, which reads it and then removes it.
+    assert sorted(p.name for p in (shared / "ab").iterdir()) == [
+        "sick_e_bow_fe_1.f16", "sick_e_bow_ft_1.f16"
+    ]  # fmt: skip
+    assert len(report_from_dirs([results]).runs) == 2  # the cache folder is no run
+    second = FakeTraining()
+    run_grid(configs, [1], results, runner=second)
+    assert second.caches == [shared] and not shared.exists()
+
+    kept = FakeTraining()
+    run_grid(configs, [1], tmp_path / "kept", keep_checkpoints=True, runner=kept)
+    assert (tmp_path / "kept" / ".feature_cache" / "ab").is_dir()
+
+    # A cache folder of the user's own wins and is never removed.
+    own = tmp_path / "own_cache"
+    monkeypatch.setenv("TUNE_FEATURE_CACHE_DIR", str(own))
+    mine = FakeTraining()
+    run_grid(configs, [1], tmp_path / "mine", runner=mine)
+    assert mine.caches == [own, own] and len(list((own / "ab").iterdir())) == 2
+    assert not (tmp_path / "mine" / ".feature_cache").exists()
+
+
+def test_a_real_fe_grid_computes_the_features_once_for_all_seeds(tmp_path, monkeypatch):
+    """sick_e_bert_fe on the tiny BERT: seed 2 finds every feature seed 1 cached."""
+    monkeypatch.delenv("TUNE_FEATURE_CACHE_DIR", raising=False)
+    config = REPO_ROOT / "training_config" / "sick_e_bert_fe.jsonnet"
+    ext_vars = {
+        "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
+        "TUNE_BERT_MODEL": str(FIXTURE_MODELS_DIR / "bert-uncased"),
+        "TUNE_EPOCHS": "1",
+        "TUNE_BATCH_SIZE": "4",
+    }
+    results = tmp_path / "results"
+    shared = results / ".feature_cache"
+    run_grid([config], [1], results, ext_vars=ext_vars, keep_checkpoints=True, progress=False)
+    entries = {path: path.stat().st_ino for path in shared.rglob("*.f16")}
+    assert entries
+    run_grid([config], [1, 2], results, ext_vars=ext_vars, keep_checkpoints=True, progress=False)
+    # Seed 2 neither added an entry nor rewrote one (a write replaces the file): all hits.
+    assert {path: path.stat().st_ino for path in shared.rglob("*.f16")} == entries
+    for seed in (1, 2):
+        run_dir = results / "sick_e_bert_fe" / f"seed_{seed}"
+        assert status(run_dir) == "ok" and not (run_dir / "feature_cache").exists()
+        log = (run_dir / "tune_train.log").read_text()
+        assert f"frozen features are cached in {shared.resolve()}" in log
+
+    run_grid([config], [1, 2, 3], results, ext_vars=ext_vars, progress=False)
+    assert not shared.exists()  # a finished grid without --keep-checkpoints removes it
+    assert not list((results / "sick_e_bert_fe" / "seed_3").glob("*.th"))
 
 
 def test_config_and_ext_var_errors(tmp_path, configs):

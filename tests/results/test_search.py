@@ -26,9 +26,16 @@ PARAMS = [LR, "TUNE_DROPOUT=0.0,0.5", "TUNE_EPOCHS=2:3"]
 
 
 class PruneTrialOne(optuna.pruners.BasePruner):
-    """Prunes trial 1 after its second epoch, whatever its metric."""
+    """Prunes trial 1 after its second epoch, whatever its metric; notes the feature cache."""
+
+    def __init__(self):
+        self.caches = set()
 
     def prune(self, study, trial):
+        cache = os.environ["TUNE_FEATURE_CACHE_DIR"]
+        self.caches.add(cache)
+        os.makedirs(cache, exist_ok=True)
+        open(os.path.join(cache, f"entry_{trial.number}"), "w").close()
         return trial.number == 1 and (trial.last_step or 0) >= 1
 
 
@@ -64,9 +71,13 @@ def test_config_check_catches_a_param_the_config_does_not_read(tiny_config, tiny
         check_config(tiny_config, [SearchParam.parse("TUNE_LR=1e-3:1e-1")], ext_vars)
 
 
-def test_search_writes_sqlite_study_and_best_params(tmp_path, tiny_config, tiny_ext_vars):
+def test_search_writes_sqlite_study_and_best_params(
+    tmp_path, tiny_config, tiny_ext_vars, monkeypatch
+):
+    monkeypatch.delenv("TUNE_FEATURE_CACHE_DIR", raising=False)
     fixed = {key: tiny_ext_vars[key] for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")}
     params = [SearchParam.parse(spec) for spec in PARAMS]
+    pruner = PruneTrialOne()
     result = run_search(
         tiny_config,
         params,
@@ -74,7 +85,7 @@ def test_search_writes_sqlite_study_and_best_params(tmp_path, tiny_config, tiny_
         study_name="bow",
         results_dir=tmp_path,
         ext_vars=fixed,
-        pruner=PruneTrialOne(),
+        pruner=pruner,
         sampler=optuna.samplers.RandomSampler(seed=0),
     )
 
@@ -122,6 +133,11 @@ def test_search_writes_sqlite_study_and_best_params(tmp_path, tiny_config, tiny_
         assert (trial_dir / "model.tar.gz").is_file() == complete
         info = json.loads((trial_dir / "tune_run.json").read_text())
         assert "best.th" in info["tidied"]["removed"] and info["tidied"]["freed_mb"] >= 0
+    # The trials shared one feature cache folder, gone with the worker.
+    [cache] = pruner.caches
+    worker = f"{socket.gethostname()}-{os.getpid()}"
+    assert cache == str((tmp_path / "bow" / f".feature_cache-{worker}").resolve())
+    assert not os.path.exists(cache) and "TUNE_FEATURE_CACHE_DIR" not in os.environ
 
 
 def postgres_bin_dir():
