@@ -7,6 +7,7 @@ with 1 when a run failed and 130 when interrupted, after saying what will rerun.
 """
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -22,6 +23,9 @@ def _add_output_arguments(subparser: argparse.ArgumentParser) -> None:
     subparser.add_argument("--html", metavar="FILE", help="also write the report as HTML")
     subparser.add_argument("--png", metavar="FILE", help="also draw the tables into a PNG")
     subparser.add_argument(
+        "--json", metavar="FILE", help="also write the report as data (cells, runs, deltas)"
+    )
+    subparser.add_argument(
         "--split",
         choices=("validation", "test"),
         default="validation",
@@ -32,6 +36,7 @@ def _add_output_arguments(subparser: argparse.ArgumentParser) -> None:
 def _print_report(dirs, args: argparse.Namespace) -> None:
     from allennlp_tune.results.report import (
         render_html,
+        render_json,
         render_markdown,
         render_png,
         report_from_dirs,
@@ -45,6 +50,10 @@ def _print_report(dirs, args: argparse.Namespace) -> None:
     if args.png:
         render_png(report, args.png)
         print(f"Wrote {args.png}")
+    if args.json:
+        text = json.dumps(render_json(report), indent=2, allow_nan=False)
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+        print(f"Wrote {args.json}")
 
 
 # tune-report ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import html
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from allennlp_tune.results.runs import (
     MODES,
@@ -450,6 +450,57 @@ def render_markdown(report: Report) -> str:
         lines += ["", "## Runs without a score", ""]
         lines += [f"- {_markdown_escape(line)}" for line in problems]
     return "\n".join(lines) + "\n"
+
+
+def _summary_json(summary: Summary) -> Dict[str, Any]:
+    return {
+        "metric": summary.metrics,
+        "mean": summary.mean,
+        "std": summary.std,
+        "n": len(summary.scores),
+        "as_percent": summary.as_percent,
+        "text": summary.text(),
+        "mixed_settings": summary.mixed_settings(),
+        "repeated_seeds": sorted(summary.repeated_seeds()),
+        "runs": [
+            {
+                "path": str(run.path),
+                "seed": run.seed,
+                "status": run.status,
+                "metric": run.metric,
+                "value": run.value,
+                "detail": run.detail,
+                "log": run.log,
+            }
+            for run in summary.runs
+        ],
+    }
+
+
+def render_json(report: Report) -> Dict[str, Any]:
+    """The report as data (`--json`): every Table 2 row with its cells, then the other runs."""
+    rows = []
+    for encoder, encoder_rows in report.encoder_rows.items():
+        for row in encoder_rows:
+            rows.append(
+                {
+                    "encoder": encoder,
+                    "task": row.task,
+                    "metric": row.metric,
+                    "delta": row.delta,
+                    "delta_favours": None if row.delta is None else delta_mark(row.delta),
+                    "paper": row.paper,
+                    "paper_delta": row.paper_delta,
+                    "cells": {mode: _summary_json(cell) for mode, cell in row.cells.items()},
+                }
+            )
+    return {
+        "split": report.split,
+        "roots": report.roots,
+        "superseded": report.superseded,
+        "rows": rows,
+        "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
+    }
 
 
 # The paper colours cells that favour fine-tuning warm and feature extraction cold.

@@ -194,9 +194,23 @@ def test_subcommands_register_with_allennlp(runs, capsys, tmp_path, monkeypatch)
         with pytest.raises(SystemExit):
             allennlp(name, "--help")
         assert "--results-dir" in capsys.readouterr().out
-    page = tmp_path / "r.html"
-    allennlp("tune-report", runs, "--html", page)
+    page, data = tmp_path / "r.html", tmp_path / "r.json"
+    allennlp("tune-report", runs, "--html", page, "--json", data)
     assert "| SICK-E | accuracy |" in capsys.readouterr().out and page.exists()
+    report = json.loads(data.read_text())
+    rows = {(row["encoder"], row["task"]): row for row in report["rows"]}
+    sick_e = rows[("bert", "sick_e")]
+    assert sick_e["delta"] == pytest.approx(2.5) and sick_e["delta_favours"] == "ft"
+    assert sick_e["paper"] == {"fe": 84.8, "ft": 85.8}
+    ft = sick_e["cells"]["ft"]
+    assert (ft["mean"], ft["n"], ft["text"]) == (
+        pytest.approx(87.5),
+        2,
+        "87.5 ± 0.7 (n=2), failed (1/3)",
+    )
+    assert sorted(run["status"] for run in ft["runs"]) == ["failed", "ok", "ok"]
+    assert sick_e["cells"]["sf"] == {**sick_e["cells"]["sf"], "runs": [], "mean": None, "n": 0}
+    assert [other["label"] for other in report["others"]][0] == "conll2003_bert_ft_crf"
     with pytest.raises(SystemExit) as exit_info:
         allennlp("tune-report", tmp_path / "nope")
     assert exit_info.value.code == 2
