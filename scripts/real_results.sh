@@ -9,6 +9,7 @@
 #   scripts/real_results.sh search    # ft with more steps: CoNLL-2003 at 1e-4 x 5 epochs; STS-B:
 #                                     # 3 tune-search trials over TUNE_LR and TUNE_EPOCHS
 #   scripts/real_results.sh recipe    # ft at 1e-4 x 5 epochs x 3 seeds on SICK-E, SICK-R, MRPC, STS-B
+#   scripts/real_results.sh recipe_sf # sf with the same fine-tuning phase (2 frozen + 5), seed 1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -109,6 +110,14 @@ recipe() {
   $BIN/allennlp tune-grid training_config/{sick_e,sick_r,mrpc,sts_b}_bert_ft.jsonnet \
     --seeds 1 2 3 --results-dir "$RUNS/ft_1e-4_5ep" --no-progress "${MINILM_VARS[@]}" \
     --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5
+}
+
+recipe_sf() {
+  # Stack-then-finetune with that recipe for its fine-tuning phase: 2 frozen epochs (head at its
+  # own 1e-3), then 5 at 1e-4. TUNE_EPOCHS counts both phases. One seed.
+  $BIN/allennlp tune-grid training_config/{sick_e,sick_r,mrpc,sts_b}_bert_sf.jsonnet \
+    --seeds 1 --results-dir "$RUNS/sf_1e-4_5ep" --no-progress "${MINILM_VARS[@]}" \
+    --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7
 }
 
 stages=("$@")
