@@ -23,6 +23,7 @@ whose names follow no convention go to a second table. How runs are found and id
 
 import html
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -156,12 +157,9 @@ class Summary:
         keys = sorted(set().union(*configured))
         mixed: Dict[str, Dict[str, int]] = {}
         for key in keys:
-            values = [settings.get(key, ABSENT) for settings in configured]
-            if len(set(values)) > 1:
-                counts: Dict[str, int] = {}
-                for value in values:
-                    counts[value] = counts.get(value, 0) + 1
-                mixed[key] = counts
+            counts = Counter(settings.get(key, ABSENT) for settings in configured)
+            if len(counts) > 1:
+                mixed[key] = dict(counts)
         return mixed
 
     def repeated_seeds(self) -> Dict[int, List[Run]]:
@@ -339,6 +337,15 @@ class Report:
                 lines.append(f"{label}: seed {seed} in {len(runs)} runs: {paths}")
         return lines
 
+    def notes(self) -> List[Tuple[str, List[str]]]:
+        """The sections under the tables, as (title, lines), each only when it has lines."""
+        sections = [
+            ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
+            ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
+            ("Runs without a score", self.problem_lines()),
+        ]
+        return [(title, lines) for title, lines in sections if lines]
+
     def problem_lines(self) -> List[str]:
         lines = []
         for run in self.problems:
@@ -437,18 +444,9 @@ def render_markdown(report: Report) -> str:
         lines.append("|" + "|".join("---" for _ in table.header) + "|")
         for row in table.rows:
             lines.append("| " + " | ".join(_markdown_escape(text) for text, _ in row) + " |")
-    mixed = report.mixed_lines()
-    if mixed:
-        lines += ["", "## Cells that mix settings (config.json differs beyond the seed)", ""]
-        lines += [f"- {_markdown_escape(line)}" for line in mixed]
-    repeated = report.repeated_lines()
-    if repeated:
-        lines += ["", "## Cells with a repeated seed (each run counts in n)", ""]
-        lines += [f"- {_markdown_escape(line)}" for line in repeated]
-    problems = report.problem_lines()
-    if problems:
-        lines += ["", "## Runs without a score", ""]
-        lines += [f"- {_markdown_escape(line)}" for line in problems]
+    for title, notes in report.notes():
+        lines += ["", f"## {title}", ""]
+        lines += [f"- {_markdown_escape(line)}" for line in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -528,20 +526,9 @@ def render_html(report: Report) -> str:
                 cells.append(f"<td{attribute}>{html.escape(text)}</td>")
             out.append("<tr>" + "".join(cells) + "</tr>")
         out.append("</table>")
-    mixed = report.mixed_lines()
-    if mixed:
-        out.append("<h2>Cells that mix settings (config.json differs beyond the seed)</h2><ul>")
-        out += [f"<li>{html.escape(line)}</li>" for line in mixed]
-        out.append("</ul>")
-    repeated = report.repeated_lines()
-    if repeated:
-        out.append("<h2>Cells with a repeated seed (each run counts in n)</h2><ul>")
-        out += [f"<li>{html.escape(line)}</li>" for line in repeated]
-        out.append("</ul>")
-    problems = report.problem_lines()
-    if problems:
-        out.append("<h2>Runs without a score</h2><ul>")
-        out += [f"<li>{html.escape(line)}</li>" for line in problems]
+    for title, notes in report.notes():
+        out.append(f"<h2>{html.escape(title)}</h2><ul>")
+        out += [f"<li>{html.escape(line)}</li>" for line in notes]
         out.append("</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
