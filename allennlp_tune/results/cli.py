@@ -33,6 +33,15 @@ def _add_output_arguments(subparser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_keep_checkpoints_argument(subparser: argparse.ArgumentParser) -> None:
+    subparser.add_argument(
+        "--keep-checkpoints",
+        action="store_true",
+        help="keep each finished run's epoch checkpoints, best.th and feature_cache/, and the "
+        "shared feature cache (default: delete them; model.tar.gz has the weights)",
+    )
+
+
 def _print_report(dirs, args: argparse.Namespace) -> None:
     from allennlp_tune.results.report import (
         render_html,
@@ -107,12 +116,7 @@ def add_grid_parser(parser: argparse._SubParsersAction, name: str) -> argparse.A
         action="store_true",
         help="do not retry runs that failed before (default: retry them)",
     )
-    subparser.add_argument(
-        "--keep-checkpoints",
-        action="store_true",
-        help="keep each finished run's epoch checkpoints, best.th and feature_cache/ "
-        "(default: delete them; model.tar.gz has the weights)",
-    )
+    _add_keep_checkpoints_argument(subparser)
     subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_output_arguments(subparser)
     subparser.set_defaults(func=grid_main)
@@ -191,12 +195,7 @@ def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse
     )
     subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides")
     subparser.add_argument("--sampler-seed", type=int, default=None, help="seed of TPE")
-    subparser.add_argument(
-        "--keep-checkpoints",
-        action="store_true",
-        help="keep each finished run's epoch checkpoints, best.th and feature_cache/ "
-        "(default: delete them; model.tar.gz has the weights)",
-    )
+    _add_keep_checkpoints_argument(subparser)
     subparser.set_defaults(func=search_main)
     return subparser
 

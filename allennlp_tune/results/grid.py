@@ -215,13 +215,16 @@ def run_grid(
     """
     from tqdm import tqdm
 
-    from allennlp_tune.modules.token_embedders.feature_cache import CACHE_DIR_ENV
+    from allennlp_tune.modules.token_embedders.feature_cache import (
+        CACHE_DIR_ENV,
+        user_cache_directory,
+    )
 
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     result = GridResult()
     shared_cache = None
-    if CACHE_DIR_ENV not in os.environ and CACHE_DIR_ENV not in (ext_vars or {}):
+    if user_cache_directory(ext_vars) is None:
         shared_cache = (results_dir / SHARED_CACHE_NAME).resolve()
     jobs = [(config, seed) for seed in seeds for config in configs]
     bar = tqdm(total=len(jobs), unit="run", desc="tune-grid", disable=not progress, file=sys.stderr)

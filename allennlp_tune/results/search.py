@@ -382,12 +382,15 @@ def run_search(
     `pruning`, none without, and TPE. Unless `keep_checkpoints`, a completed trial keeps only
     its archive and a pruned one no weights at all (`tidy.tidy_run_dir`); a failed one keeps all.
     The trials of this worker share a feature cache, `DIR/<study>/.feature_cache-<worker>`, unless
-    `TUNE_FEATURE_CACHE_DIR` is set; it is removed when the worker stops (kept with
-    `keep_checkpoints`).
+    `TUNE_FEATURE_CACHE_DIR` is set in the environment or `ext_vars`; it is removed when the
+    worker stops (kept with `keep_checkpoints`).
     """
     import optuna
 
-    from allennlp_tune.modules.token_embedders.feature_cache import CACHE_DIR_ENV
+    from allennlp_tune.modules.token_embedders.feature_cache import (
+        CACHE_DIR_ENV,
+        user_cache_directory,
+    )
 
     config = Path(config)
     results_dir = Path(results_dir)
@@ -487,18 +490,21 @@ def run_search(
                 write_json(run_dir / RUN_INFO_NAME, info)
 
     # This worker's trials share one cache of frozen-encoder features (keyed by content, so
-    # safe), unless the user set TUNE_FEATURE_CACHE_DIR; it goes when the worker stops.
-    own_cache = os.environ.get(CACHE_DIR_ENV)
+    # safe), unless the user chose one (environment or --ext-var, which trains in this process
+    # and so must reach the environment, as tune-grid's ext vars do); ours goes when it stops.
+    own_cache = user_cache_directory(fixed)
     shared_cache = study_dir / f".feature_cache-{worker.replace(':', '-')}"
-    if not own_cache:
-        os.environ[CACHE_DIR_ENV] = str(shared_cache.resolve())
+    previous = os.environ.get(CACHE_DIR_ENV)
+    os.environ[CACHE_DIR_ENV] = own_cache or str(shared_cache.resolve())
     try:
         study.optimize(objective, n_trials=trials, catch=(Exception,))
     finally:
-        if not own_cache:
+        if previous is None:
             del os.environ[CACHE_DIR_ENV]
-            if shared_cache.is_dir() and not keep_checkpoints:
-                shutil.rmtree(shared_cache)
+        else:
+            os.environ[CACHE_DIR_ENV] = previous
+        if not own_cache and shared_cache.is_dir() and not keep_checkpoints:
+            shutil.rmtree(shared_cache)
 
     states: Dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):

@@ -139,6 +139,14 @@ def test_search_writes_sqlite_study_and_best_params(
     assert cache == str((tmp_path / "bow" / f".feature_cache-{worker}").resolve())
     assert not os.path.exists(cache) and "TUNE_FEATURE_CACHE_DIR" not in os.environ
 
+    # A cache folder of the user's own, as an ext var, reaches the trials and stays.
+    own = tmp_path / "own_cache"
+    mine = PruneTrialOne()
+    run_search(tiny_config, params, trials=1, study_name="own", results_dir=tmp_path,
+               ext_vars={**fixed, "TUNE_FEATURE_CACHE_DIR": str(own)}, pruner=mine)  # fmt: skip
+    assert mine.caches == {str(own)} and (own / "entry_0").is_file()
+    assert "TUNE_FEATURE_CACHE_DIR" not in os.environ
+
 
 def postgres_bin_dir():
     for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):

@@ -55,6 +55,16 @@ CACHE_DIR_ENV = "TUNE_FEATURE_CACHE_DIR"
 CONFIG_KEYS = ("directory", "memory_mb")
 
 
+def user_cache_directory(ext_vars: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """
+    The cache folder a user chose for a batch of runs: `TUNE_FEATURE_CACHE_DIR` from the
+    environment or from the ext vars they pass (`--ext-var`), else `None`. An empty value counts
+    as unset, as in `default_cache_directory`. tune-grid and tune-search share their own cache
+    between runs only when this is `None`.
+    """
+    return os.environ.get(CACHE_DIR_ENV) or (ext_vars or {}).get(CACHE_DIR_ENV) or None
+
+
 def default_cache_directory(serialization_dir: Optional[str] = None) -> Path:
     """
     Where a `feature_cache` without `directory` lives: `$TUNE_FEATURE_CACHE_DIR` if set (share
