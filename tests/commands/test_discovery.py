@@ -24,3 +24,33 @@ def test_subcommands_are_discovered_through_the_plugins_file(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     for option in ("--archive", "--model-name", "--reader", "--pooling", "--probe", "--layers"):
         assert option in result.stdout
+
+
+def test_subcommands_are_found_from_any_folder_through_the_global_plugins_file(tmp_path):
+    # Outside the checkout there is no `.allennlp_plugins`, and `--include-package` comes too
+    # late for subcommands (AllenNLP picks the subcommand before it imports any package). The
+    # supported way is AllenNLP's global plugins file, `~/.allennlp/plugins` (README, "Use the
+    # plugin from any folder").
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HOME=str(home))
+    env.pop("PYTHONPATH", None)
+
+    def tune_report_help():
+        return subprocess.run(
+            [sys.executable, "-m", "allennlp", "tune-report", "--help"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    without = tune_report_help()
+    assert without.returncode != 0 and "invalid choice: 'tune-report'" in without.stderr
+
+    (home / ".allennlp").mkdir(parents=True)
+    (home / ".allennlp" / "plugins").write_text("allennlp_tune\n")
+    found = tune_report_help()
+    assert found.returncode == 0, found.stderr[-3000:]
+    assert "--json" in found.stdout and "--html" in found.stdout
