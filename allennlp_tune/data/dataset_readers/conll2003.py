@@ -1,4 +1,4 @@
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.dataset_readers.conll2003 import Conll2003DatasetReader
@@ -8,7 +8,11 @@ from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import TokenIndexer
 from allennlp.data.tokenizers import Token
 
-from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, TaskReader
+from allennlp_tune.data.dataset_readers.task_reader import (
+    InvalidRow,
+    TaskReader,
+    check_max_instances,
+)
 
 SCHEMES = ("IOB1", "IOB2")
 CONVERSIONS = (None, "IOB2", "BIOUL")
@@ -107,6 +111,11 @@ class TuneConll2003Reader(Conll2003DatasetReader):
         # The parent converts only when this is "BIOUL"; we convert ourselves.
         self.convert_to_coding_scheme = None
         self._lines_reader = TaskReader(skip_invalid=skip_invalid)
+        self._lines_reader.reader_name = type(self).__name__
+
+    def read(self, file_path: PathOrStr) -> Iterator[Instance]:
+        check_max_instances(self, file_path)
+        yield from super().read(file_path)
 
     def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
         reader = self._lines_reader
@@ -127,7 +136,8 @@ class TuneConll2003Reader(Conll2003DatasetReader):
             check_tags(chunk, self._coding_scheme, "chunk")
             return tokens, pos, self._convert(chunk), self._convert(ner)
 
-        for tokens, pos, chunk, ner in reader._parse_all(file_path, parse, lines=sentences):
+        rows = reader._parse_all(file_path, parse, lines=sentences, unit="sentence")
+        for tokens, pos, chunk, ner in rows:
             yield self.text_to_instance([Token(t) for t in tokens], pos, chunk, ner)
 
     def _sentences(self, file_path: PathOrStr) -> Iterable[Tuple[int, List[Tuple[int, str]]]]:

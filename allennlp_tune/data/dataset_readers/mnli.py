@@ -44,6 +44,9 @@ class MnliReader(PairTaskReader):
     (`pair_encoding`, `tokenizer`, `token_indexers`, `skip_invalid`: see `PairTaskReader`)
     """
 
+    def _empty_hint(self) -> str:
+        return f"; rows whose gold label is {NO_GOLD_LABEL!r} are dropped"
+
     def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
         name = str(file_path).lower()
         if name.endswith(".jsonl"):
@@ -69,7 +72,9 @@ class MnliReader(PairTaskReader):
                 self.label(label, LABELS, "gold label"),
             )
 
-        for premise, hypothesis, label in self._parse_all(file_path, parse, lines=records):
+        for premise, hypothesis, label in self._parse_all(
+            file_path, parse, lines=records, unit="row"
+        ):
             yield self.text_to_instance(premise, hypothesis, label)
         logger.info("Dropped %d rows without a gold label ('-') from %s", dropped, file_path)
 

@@ -68,6 +68,15 @@ class MrpcReader(PairTaskReader):
             self._ids = ids
         return self._ids
 
+    def _empty_hint(self) -> str:
+        if not self._ids_file:
+            return ""
+        kept = "listed in" if self._include else "not listed in"
+        return (
+            f"; with ids: {'include' if self._include else 'exclude'} only the pairs {kept} "
+            f"ids_file {self._ids_file} are kept: is it the ids file of this release file?"
+        )
+
     def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
         ids = self._load_ids() if self._ids_file else None
 

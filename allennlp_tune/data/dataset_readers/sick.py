@@ -74,6 +74,12 @@ class SickReader(PairTaskReader):
             )
         return SPLITS[split.lower()]
 
+    def _empty_hint(self) -> str:
+        return (
+            "; this reader keeps only the rows of one split (dataset_reader.split or the path's "
+            "'#split' suffix): does the file have rows whose SemEval_set is that split?"
+        )
+
     def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
         path, _, fragment = str(file_path).partition("#")
         split = self._check_split(fragment) if fragment else self._split

@@ -30,6 +30,16 @@ class InvalidRow(Exception):
     """Raised inside a reader's row parser; `TaskReader` adds the file and line."""
 
 
+def check_max_instances(reader: DatasetReader, file_path: PathOrStr) -> None:
+    """`max_instances: 0` would read nothing from `file_path`: a `ConfigurationError` says so."""
+    if reader.max_instances == 0:
+        raise ConfigurationError(
+            f"Reading {file_path}: dataset_reader.max_instances is 0 (the configs set it from "
+            "TUNE_MAX_INSTANCES), so no instance would be read. Set it to at least 1, or leave "
+            "TUNE_MAX_INSTANCES unset to read every instance."
+        )
+
+
 class TaskReader(DatasetReader):
     """
     Base class of the task readers (not registered).
@@ -60,6 +70,16 @@ class TaskReader(DatasetReader):
         self._tokenizer = tokenizer or SpacyRulesTokenizer()
         self._token_indexers = token_indexers or {"tokens": SingleIdTokenIndexer()}
         self._skip_invalid = skip_invalid
+        # How errors name the reader (the CoNLL reader reads its lines through a `TaskReader`).
+        self.reader_name = type(self).__name__
+
+    def read(self, file_path: PathOrStr) -> Iterator[Instance]:
+        check_max_instances(self, file_path)
+        yield from super().read(file_path)
+
+    def _empty_hint(self) -> str:
+        """What, in this reader's settings, can leave a file without instances (for errors)."""
+        return ""
 
     # ----------------------------------------------------------------------------------------
     # Reading files
@@ -87,7 +107,7 @@ class TaskReader(DatasetReader):
                 yield line_number, line.rstrip("\r\n")
             if empty:
                 raise ConfigurationError(
-                    f"{path} is empty. Expected a {type(self).__name__} data file; check the "
+                    f"{path} is empty. Expected a {self.reader_name} data file; check the "
                     "path in the config (train_data_path / validation_data_path)."
                 )
 
@@ -106,10 +126,19 @@ class TaskReader(DatasetReader):
         return path
 
     def _rows(
-        self, file_path: PathOrStr, rows: Iterable[Tuple[int, object]]
+        self,
+        file_path: PathOrStr,
+        rows: Iterable[Tuple[int, object]],
+        counts: Dict[str, int],
+        unit: str = "line",
     ) -> Iterator[Tuple[int, object]]:
-        """Passes rows through, counting the ones a parser marked invalid (see `_invalid`)."""
+        """
+        Passes rows through, counting the ones a parser marked invalid (see `InvalidRow`). A
+        file that yields no valid row at all raises `ConfigurationError` once it is read to the
+        end: `counts` holds the number of lines seen and of lines the parser ignored.
+        """
         skipped = 0
+        valid = 0
         for line_number, row in rows:
             if isinstance(row, InvalidRow):
                 message = f"{file_path}, line {line_number}: {row}"
@@ -121,29 +150,49 @@ class TaskReader(DatasetReader):
                 skipped += 1
                 logger.warning("Skipping invalid row: %s", message)
                 continue
+            valid += 1
             yield line_number, row
         if skipped:
             logger.warning(
                 "Skipped %d invalid rows in %s (skip_invalid: true).", skipped, file_path
             )
+        if not valid:
+            found = f"{counts['lines']} {unit}(s)"
+            if counts["ignored"]:
+                found += f", {counts['ignored']} of them ignored (a header, or rows the reader's "
+                found += "settings leave out)"
+            if skipped:
+                found += f", {skipped} invalid row(s) skipped (skip_invalid: true)"
+            raise ConfigurationError(
+                f"{file_path}: no instances read ({found}). Expected at least one "
+                f"{self.reader_name} data row after the header; check that the path points to "
+                f"the data file you meant{self._empty_hint()}."
+            )
 
-    def _parse_all(self, file_path: PathOrStr, parse, lines=None) -> Iterator[object]:
+    def _parse_all(
+        self, file_path: PathOrStr, parse, lines=None, unit: str = "line"
+    ) -> Iterator[object]:
         """
-        Runs `parse(line_number, line)` over the file's lines; `parse` returns a row, `None` for
-        a line to ignore (a header), or raises `InvalidRow`. Yields the valid rows of this worker's
-        shard.
+        Runs `parse(line_number, line)` over the file's lines (or over `lines`, items that are
+        `unit`s such as sentences); `parse` returns a row, `None` for a line to ignore (a header),
+        or raises `InvalidRow`. Yields the valid rows of this worker's shard. A file without any
+        valid row raises `ConfigurationError` (with `skip_invalid` too).
         """
+        counts = {"lines": 0, "ignored": 0}
 
         def parsed() -> Iterator[Tuple[int, object]]:
             for line_number, line in lines if lines is not None else self._lines(file_path):
+                counts["lines"] += 1
                 try:
                     row = parse(line_number, line)
                 except InvalidRow as error:
                     row = error
-                if row is not None:
+                if row is None:
+                    counts["ignored"] += 1
+                else:
                     yield line_number, row
 
-        for _, row in self.shard_iterable(self._rows(file_path, parsed())):
+        for _, row in self.shard_iterable(self._rows(file_path, parsed(), counts, unit)):
             yield row
 
     # ----------------------------------------------------------------------------------------

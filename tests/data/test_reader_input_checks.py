@@ -1,0 +1,147 @@
+"""Input the readers used to accept silently: files that yield no instance, `max_instances: 0`."""
+
+import copy
+import re
+import sys
+
+import pytest
+from allennlp.commands import main as allennlp_main
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import DatasetReader
+
+import allennlp_tune  # noqa: F401
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+
+SICK_HEADER = (
+    "pair_ID\tsentence_A\tsentence_B\tentailment_label\trelatedness_score\tentailment_AB\t"
+    "entailment_BA\tsentence_A_original\tsentence_B_original\tsentence_A_dataset\t"
+    "sentence_B_dataset\tSemEval_set"
+)
+
+
+def sick_row(a="A man plays", b="A man is playing", split="TRAIN") -> str:
+    return "\t".join(["1", a, b, "NEUTRAL", "3.5", "x", "x", a, b, "F", "F", split])
+
+
+def reader_for(params: dict) -> DatasetReader:
+    if params["type"] != "tune_conll2003":
+        params = dict(params, tokenizer={"type": "whitespace"})
+    return DatasetReader.from_params(Params(copy.deepcopy(params)))
+
+
+def read_all(params: dict, path) -> list:
+    return list(reader_for(params).read(str(path)))
+
+
+def write(tmp_path, name: str, *lines: str):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# ---- files that give no instance ---------------------------------------------------------------
+
+MNLI_CSV_HEADER = "pairID,sentence1,sentence2,label"
+MNLI_JSONL_NO_GOLD = '{"sentence1": "a", "sentence2": "b", "gold_label": "-"}'
+
+# (reader, file name, lines, words the message must contain besides the file)
+EMPTY_READS = {
+    "sst2 header only": ({"type": "sst2"}, "train.tsv", ["sentence\tlabel"], "1 line(s), 1 of"),
+    "mrpc header only": (
+        {"type": "mrpc"},
+        "msr_paraphrase_train.txt",
+        ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"],
+        "1 line(s), 1 of",
+    ),
+    "sts_b glue header only": (
+        {"type": "sts_b"},
+        "train.tsv",
+        ["index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"],
+        "1 line(s), 1 of",
+    ),
+    "sick header only": ({"type": "sick", "split": "train"}, "SICK.txt", [SICK_HEADER], "split"),
+    "sick no row of the split": (
+        {"type": "sick", "split": "test"},
+        "SICK.txt",
+        [SICK_HEADER, sick_row(), sick_row(split="TRIAL")],
+        "3 line(s), 3 of them ignored",
+    ),
+    "mnli csv header only": ({"type": "mnli"}, "dev.csv", [MNLI_CSV_HEADER], "(0 row(s))"),
+    "mnli tsv header only": (
+        {"type": "mnli"},
+        "dev.tsv",
+        ["gold_label\tsentence1\tsentence2"],
+        "(0 row(s))",
+    ),
+    "mnli only '-' labels": (
+        {"type": "mnli"},
+        "dev.jsonl",
+        [MNLI_JSONL_NO_GOLD, MNLI_JSONL_NO_GOLD],
+        "(2 row(s), 2 of them ignored",
+    ),
+    "conll only docstart": (
+        {"type": "tune_conll2003"},
+        "eng.train",
+        ["-DOCSTART- -X- O O", ""],
+        "0 sentence(s)",
+    ),
+    "cola every row skipped": (
+        {"type": "cola", "skip_invalid": True},
+        "in_domain_dev.tsv",
+        ["src\t2\t\tBad label.", "only two\tcolumns"],
+        "2 invalid row(s) skipped",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_READS))
+def test_a_file_without_instances_is_an_error_naming_it(tmp_path, case):
+    params, name, lines, words = EMPTY_READS[case]
+    path = write(tmp_path, name, *lines)
+    with pytest.raises(ConfigurationError) as error:
+        read_all(params, path)
+    message = str(error.value)
+    assert f"{path}: no instances read" in message
+    assert words in message
+    assert type(reader_for(params)).__name__ in message
+
+
+def test_mrpc_ids_file_that_keeps_nothing_is_named(tmp_path):
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+    path = write(tmp_path, "msr_paraphrase_train.txt", header, "1\t1\t2\tA b\tC d")
+    ids = write(tmp_path, "dev_ids.tsv", "7\t8")
+    with pytest.raises(ConfigurationError, match=re.escape(f"ids_file {ids}")):
+        read_all({"type": "mrpc", "ids_file": str(ids)}, path)
+
+
+@pytest.mark.parametrize(
+    "params, path",
+    [
+        ({"type": "sst2"}, "sst-2/train.tsv"),
+        ({"type": "sick", "split": "train"}, "sick/SICK.txt"),
+        ({"type": "mnli"}, "mnli/multinli_1.0_dev_matched.csv"),
+        ({"type": "tune_conll2003"}, "conll2003/eng.train"),
+    ],
+)
+def test_max_instances_zero_is_an_error_naming_the_file_and_setting(params, path):
+    with pytest.raises(ConfigurationError) as error:
+        read_all(dict(params, max_instances=0), FIXTURE_DATA_DIR / path)
+    message = str(error.value)
+    assert f"Reading {FIXTURE_DATA_DIR / path}: dataset_reader.max_instances is 0" in message
+    assert "TUNE_MAX_INSTANCES" in message
+    # One instance is fine.
+    assert len(read_all(dict(params, max_instances=1), FIXTURE_DATA_DIR / path)) == 1
+
+
+def test_training_with_max_instances_zero_stops_at_the_reader(tmp_path, monkeypatch):
+    """It used to end in a misleading "vocabulary has no labels ... set regression" error."""
+    monkeypatch.setenv("TUNE_DATA_DIR", str(FIXTURE_DATA_DIR))
+    monkeypatch.setenv("TUNE_BERT_MODEL", str(FIXTURE_MODELS_DIR / "bert-uncased"))
+    monkeypatch.setenv("TUNE_BERT_DIM", "16")
+    monkeypatch.setenv("TUNE_MAX_INSTANCES", "0")
+    config = REPO_ROOT / "training_config" / "sst2_bert_ft.jsonnet"
+    argv = ["allennlp", "train", str(config), "-s", str(tmp_path / "run")]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(ConfigurationError, match=r"train\.tsv: dataset_reader\.max_instances is 0"):
+        allennlp_main(prog="allennlp")
