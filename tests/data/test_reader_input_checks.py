@@ -1,6 +1,10 @@
-"""Input the readers used to accept silently: files that yield no instance, `max_instances: 0`."""
+"""
+Input the readers used to accept silently: CoNLL-2003 entity types outside the task's four, a
+-DOCSTART- line inside a sentence, files that yield no instance at all and `max_instances: 0`.
+"""
 
 import copy
+import logging
 import re
 import sys
 
@@ -38,6 +42,87 @@ def write(tmp_path, name: str, *lines: str):
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# ---- CoNLL-2003: entity types ------------------------------------------------------------------
+
+CONLL_FOO = ["EU NNP I-NP I-ORG", "rejects VBZ I-VP O", "Foo NNP I-NP I-FOO", ""]
+CONLL_GOOD = ["Peter NNP I-NP I-PER", "Blackburn NNP I-NP I-PER", ""]
+
+
+def test_conll_unknown_entity_type_names_file_line_and_the_option(tmp_path):
+    path = write(tmp_path, "eng.train", *CONLL_GOOD, *CONLL_FOO)
+    with pytest.raises(ConfigurationError) as error:
+        read_all({"type": "tune_conll2003"}, path)
+    message = str(error.value)
+    assert f"{path}, line 4:" in message  # the sentence
+    assert "token 3 (line 6)" in message  # the token
+    assert "entity type 'FOO', expected one of PER, LOC, ORG, MISC" in message
+    assert "entity_types" in message and "skip_invalid" in message
+
+
+def test_conll_entity_types_option_accepts_other_types_and_null(tmp_path):
+    path = write(tmp_path, "eng.train", *CONLL_GOOD, *CONLL_FOO)
+    own = read_all({"type": "tune_conll2003", "entity_types": ["PER", "ORG", "FOO"]}, path)
+    assert [i["tags"].labels for i in own] == [["I-PER", "I-PER"], ["I-ORG", "O", "I-FOO"]]
+    assert len(read_all({"type": "tune_conll2003", "entity_types": None}, path)) == 2
+    # Types are checked with the new list too, and the chunk column is never type-checked.
+    with pytest.raises(ConfigurationError, match="entity type 'PER', expected one of ORG, FOO"):
+        read_all({"type": "tune_conll2003", "entity_types": ["ORG", "FOO"]}, path)
+
+
+def test_conll_unknown_entity_type_is_skipped_and_counted_with_skip_invalid(tmp_path, caplog):
+    path = write(tmp_path, "eng.train", *CONLL_GOOD, *CONLL_FOO)
+    with caplog.at_level(logging.WARNING):
+        instances = read_all({"type": "tune_conll2003", "skip_invalid": True}, path)
+    assert [i["metadata"]["words"] for i in instances] == [["Peter", "Blackburn"]]
+    assert any("Skipped 1 invalid rows" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    "entity_types", [[], "PER", ["B-PER"], ["PER", ""]], ids=["empty", "str", "prefix", "blank"]
+)
+def test_conll_bad_entity_types_setting(entity_types):
+    with pytest.raises(ConfigurationError, match=r"dataset_reader\.entity_types is"):
+        reader_for({"type": "tune_conll2003", "entity_types": entity_types})
+
+
+# ---- CoNLL-2003: -DOCSTART- --------------------------------------------------------------------
+
+
+def test_conll_docstart_inside_a_sentence_names_its_line(tmp_path):
+    lines = ["-DOCSTART- -X- O O", "", "EU NNP I-NP I-ORG", "-DOCSTART- -X- O O", "", *CONLL_GOOD]
+    path = write(tmp_path, "eng.train", *lines)
+    with pytest.raises(ConfigurationError) as error:
+        read_all({"type": "tune_conll2003"}, path)
+    message = str(error.value)
+    assert f"{path}, line 3: (line 4) -DOCSTART- inside a sentence" in message
+    assert "line 3 is a token, not a blank line" in message
+
+
+def test_conll_docstart_inside_a_sentence_is_skipped_with_skip_invalid(tmp_path):
+    lines = ["EU NNP I-NP I-ORG", "-DOCSTART- -X- O O", "rejects VBZ I-VP O", "", *CONLL_GOOD]
+    path = write(tmp_path, "eng.train", *lines)
+    instances = read_all({"type": "tune_conll2003", "skip_invalid": True}, path)
+    # The interrupted sentence is dropped whole, not split into two.
+    assert [i["metadata"]["words"] for i in instances] == [["Peter", "Blackburn"]]
+
+
+def test_conll_docstart_at_the_edges_of_sentences_is_a_document_boundary(tmp_path):
+    # At the start of the file, after a blank line, directly before a sentence, at the very end.
+    lines = [
+        "-DOCSTART- -X- -X- O",
+        "EU NNP B-NP B-ORG",
+        "",
+        "-DOCSTART- -X- -X- O",
+        "",
+        "Peter NNP B-NP B-PER",
+        "",
+        "-DOCSTART- -X- -X- O",
+    ]
+    path = write(tmp_path, "train.txt", *lines)
+    instances = read_all({"type": "tune_conll2003", "coding_scheme": "IOB2"}, path)
+    assert [i["metadata"]["words"] for i in instances] == [["EU"], ["Peter"]]
 
 
 # ---- files that give no instance ---------------------------------------------------------------
