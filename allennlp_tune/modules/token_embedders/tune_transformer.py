@@ -155,22 +155,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                 max(self._layers),
             )
 
-        layer_list = self._find_layer_list()
-        if layer_list is None:
-            logger.warning(
-                "%s: no list of %d layers found in %s; layer_groups() returns one group.",
-                owner,
-                self.config.num_hidden_layers,
-                type(self.transformer_model).__name__,
-            )
-            group_names, layer_prefixes = ["encoder"], []
-        else:
-            group_names = ["embeddings"] + [
-                f"layer_{index}" for index in range(self.config.num_hidden_layers)
-            ]
-            layer_prefixes = [
-                [f"{layer_list}.{index}"] for index in range(self.config.num_hidden_layers)
-            ]
+        group_names, layer_prefixes = self._find_layer_groups()
         self._setup_freezable(
             encoder_name="transformer_model",
             group_names=group_names,
@@ -180,6 +165,78 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             serialization_dir=serialization_dir,
             owner=owner,
         )
+
+    def _find_layer_groups(self) -> Tuple[List[str], List[List[str]]]:
+        """
+        The names and module prefixes of `layer_groups()`: `embeddings` (everything below the
+        first layer) and one group per layer, from the model's list of `num_hidden_layers`
+        layers (`encoder.layer` of BERT, RoBERTa, XLM-R, ELECTRA, DeBERTa, MPNet;
+        `transformer.layer` of DistilBERT). ALBERT reuses its layers' weights: one group per
+        distinct set of weights (`encoder.albert_layer_groups`), so with `num_hidden_groups: 1`
+        (every published ALBERT) `embeddings` and `layers_0-{n-1}`, and gradual unfreezing or
+        discriminative learning rates treat the shared stack as one group.
+        """
+        num_layers = self.config.num_hidden_layers
+        model_name = type(self.transformer_model).__name__
+        shared = self._find_shared_layer_groups()
+        if shared is not None:
+            container, num_groups = shared
+            per_group = num_layers // num_groups
+            if num_groups == num_layers:
+                names = [f"layer_{index}" for index in range(num_layers)]
+            else:
+                names = [
+                    f"layers_{group * per_group}-{(group + 1) * per_group - 1}"
+                    for group in range(num_groups)
+                ]
+                logger.info(
+                    "%s: %s's %d layers share %d set(s) of weights (%s), so layer_groups() has "
+                    "one group per set: embeddings, %s. Gradual unfreezing and discriminative "
+                    "learning rates treat each shared stack as one group.",
+                    self._owner,
+                    model_name,
+                    num_layers,
+                    num_groups,
+                    container,
+                    ", ".join(names),
+                )
+            prefixes = [[f"{container}.{group}"] for group in range(num_groups)]
+            return ["embeddings"] + names, prefixes
+        layer_list = self._find_layer_list()
+        if layer_list is None:
+            # Feature extraction and fine-tuning need only the hidden states; a layer-wise
+            # schedule over this encoder sees one group, all or nothing.
+            logger.warning(
+                "%s: found no torch.nn.ModuleList of num_hidden_layers = %d layers in %s (such "
+                "as BERT's encoder.layer or DistilBERT's transformer.layer) and no ALBERT-style "
+                "encoder.albert_layer_groups; layer_groups() returns one group, 'encoder', so "
+                "gradual unfreezing and discriminative learning rates treat the whole encoder "
+                "as one layer.",
+                self._owner,
+                num_layers,
+                model_name,
+            )
+            return ["encoder"], []
+        names = ["embeddings"] + [f"layer_{index}" for index in range(num_layers)]
+        return names, [[f"{layer_list}.{index}"] for index in range(num_layers)]
+
+    def _find_shared_layer_groups(self) -> Optional[Tuple[str, int]]:
+        """ALBERT: the module path of the `albert_layer_groups` list and its length."""
+        for name, module in self.transformer_model.named_modules():
+            groups = getattr(module, "albert_layer_groups", None)
+            if isinstance(groups, torch.nn.ModuleList) and len(groups) > 0:
+                num_layers = self.config.num_hidden_layers
+                if num_layers % len(groups):
+                    raise ConfigurationError(
+                        f"{self._owner}: {type(self.transformer_model).__name__} has "
+                        f"{num_layers} layers in {len(groups)} weight groups "
+                        f"(num_hidden_groups); expected num_hidden_layers to be a multiple of "
+                        "num_hidden_groups."
+                    )
+                return (f"{name}.albert_layer_groups" if name else "albert_layer_groups"), len(
+                    groups
+                )
+        return None
 
     def _find_layer_list(self) -> Optional[str]:
         for name, module in self.transformer_model.named_modules():
@@ -207,12 +264,22 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         Same inputs as AllenNLP's `pretrained_transformer` embedder (the output of the
         `pretrained_transformer` indexer); returns `(batch_size, num_wordpieces, hidden_size)`.
         """
+        self._check_folding_inputs(mask, segment_concat_mask)
         if type_ids is not None:
-            max_type_id = type_ids.max()
-            if max_type_id == 0:
+            max_type_id = int(type_ids.max())
+            num_types = self._number_of_token_type_embeddings()
+            if max_type_id == 0 or num_types <= 1:
+                # Without token type embeddings (DistilBERT, MPNet, DeBERTa-v2/v3 with
+                # type_vocab_size 0) or with one type (RoBERTa, XLM-R), the pair's segments are
+                # marked by the separators only; the family's own tokenizer gives no or zero
+                # type ids, and AllenNLP's pair layout may give 1s. Nothing to pass.
                 type_ids = None
-            elif max_type_id >= self._number_of_token_type_embeddings():
-                raise ValueError("Found type ids too large for the chosen transformer model.")
+            elif max_type_id >= num_types:
+                raise ConfigurationError(
+                    f"{self._owner}: the input has token type id {max_type_id}, but "
+                    f"{type(self.transformer_model).__name__} has {num_types} token types "
+                    "(type_vocab_size); use the tokenizer and indexer of the same model_name."
+                )
         if self.uses_feature_cache:
             embeddings = self._mixed_from_cache(token_ids, mask, type_ids, segment_concat_mask)
         else:
@@ -220,6 +287,54 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                 layers = self._layer_outputs(token_ids, mask, type_ids, segment_concat_mask)
             embeddings = self._mix_layers(layers, mask)
         return self._dropout(embeddings)
+
+    def _check_folding_inputs(
+        self, mask: torch.BoolTensor, segment_concat_mask: Optional[torch.BoolTensor]
+    ) -> None:
+        """
+        Folding needs `max_length` on both the indexer (which splits long inputs into segments
+        and gives `segment_concat_mask`) and this embedder (which folds them), with one value.
+
+        # Parameters
+
+        mask : `torch.BoolTensor`
+            Shape: `(batch_size, num_wordpieces)`.
+        segment_concat_mask : `torch.BoolTensor`, optional
+            Shape: `(batch_size, num_segment_concat_wordpieces)`; given by an indexer with
+            `max_length`.
+        """
+        indexer = (
+            "pretrained_transformer_mismatched"
+            if self._owner.endswith("_mismatched")
+            else "pretrained_transformer"
+        )
+        if self._max_length is not None and segment_concat_mask is None:
+            raise ConfigurationError(
+                f"{self._owner}.max_length is {self._max_length}, but the {indexer} indexer has no "
+                f"max_length (its output has no segment_concat_mask), so the input cannot be "
+                f"folded. Set max_length: {self._max_length} on the indexer too (in the "
+                "dataset_reader's token_indexers), or remove it from the embedder."
+            )
+        if self._max_length is None and segment_concat_mask is not None:
+            raise ConfigurationError(
+                f"The {indexer} indexer has a max_length (its output has a segment_concat_mask), "
+                f"but {self._owner} has none, so the segments would not be folded back. Set the "
+                f"indexer's max_length on {self._owner} too, or remove it from the indexer."
+            )
+        if segment_concat_mask is None:
+            return
+        # The indexer's segments hold max_length - num_added_tokens wordpieces each, plus the
+        # special tokens: with another max_length it gives another number of segment tokens.
+        added = self._num_added_start_tokens + self._num_added_end_tokens
+        # Shape: (batch_size,)
+        inner = (mask.sum(-1) - added).clamp_min(0)
+        per_segment = self._max_length - added
+        expected = inner + (inner + per_segment - 1).div(per_segment, rounding_mode="floor") * added
+        if not torch.equal(expected, segment_concat_mask.sum(-1).to(expected.dtype)):
+            raise ConfigurationError(
+                f"{self._owner}.max_length is {self._max_length}, but the {indexer} indexer split "
+                "the input with another max_length. Set the same max_length on both."
+            )
 
     def _layer_outputs(
         self,
@@ -250,7 +365,18 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         }
         if type_ids is not None:
             parameters["token_type_ids"] = type_ids
-        hidden_states = self.transformer_model(**parameters).hidden_states
+        outputs = self.transformer_model(**parameters)
+        hidden_states = getattr(outputs, "hidden_states", None)
+        expected = self.config.num_hidden_layers + 1
+        if hidden_states is None or len(hidden_states) != expected:
+            found = "none" if hidden_states is None else str(len(hidden_states))
+            raise ConfigurationError(
+                f"{self._owner}: {type(self.transformer_model).__name__} returned {found} "
+                f"hidden_states with output_hidden_states=True; the layer mix needs "
+                f"num_hidden_layers + 1 = {expected} (the embedding output and every layer's). "
+                "Use a transformers encoder whose output has hidden_states, or sub_module to "
+                "select it."
+            )
         # Stacked along the feature axis so that AllenNLP's unfolding handles all layers at once.
         selected = torch.cat([hidden_states[index] for index in self._layers], dim=-1)
         if fold:
