@@ -2,7 +2,8 @@
 
 Imported first by `allennlp_tune/__init__.py`, so `--include-package allennlp_tune` or the
 `.allennlp_plugins` file applies them before any component is built. Each fix is small, says
-what breaks without it, and has a test in `tests/test_compat.py` that fails without it.
+what breaks without it, and has a test that fails without it: in `tests/test_compat.py`, and for
+3 in `tests/commands/test_archive_safety.py`.
 
 1. `reduce_on_plateau`: AllenNLP passes `verbose=` to `torch.optim.lr_scheduler.ReduceLROnPlateau`,
    which torch 2.x removed, so every config using it (allennlp-models' ESIM among them) fails at
@@ -11,10 +12,25 @@ what breaks without it, and has a test in `tests/test_compat.py` that fails with
 2. Missing spaCy models: AllenNLP's `get_spacy_model` tries `spacy download` when a model is not
    installed, which fails with a network traceback on a machine that reaches only package
    registries. We raise a `ConfigurationError` naming the model and the fixes instead.
+3. Unsafe archive extraction: AllenNLP's `extracted_archive` (used by `load_archive`, hence by
+   `allennlp evaluate`, `allennlp predict`, `allennlp probe --archive`, `allennlp mi --archive`
+   and the `pretrained` initializer) calls `tarfile.extractall` on the archive without checks,
+   so a crafted `model.tar.gz` with a `../` or absolute member, or a link member, writes
+   outside its temporary folder; a file that is not a gzip-compressed tar fails with a
+   `tarfile` traceback. We replace it with `safe_extract`, which checks every member first and
+   refuses with a `ConfigurationError` naming the archive and the member.
 """
 
+import contextlib
+import gzip
 import logging
-from typing import List, Union
+import ntpath
+import os
+import shutil
+import tarfile
+import tempfile
+import zlib
+from typing import Iterator, List, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -113,3 +129,89 @@ def _patch_spacy_loader() -> None:
 
 
 _patch_spacy_loader()
+
+
+# ---- 3. archive extraction ------------------------------------------------------------------
+
+
+def _member_problem(member: tarfile.TarInfo) -> str:
+    """Why `member` may not be extracted from a model archive, or "" when it may."""
+    name = member.name
+    if name.startswith(("/", "\\")) or os.path.isabs(name) or ntpath.splitdrive(name)[0]:
+        return "has an absolute path"
+    if ".." in name.replace("\\", "/").split("/"):
+        return "has a '..' component that leaves the extraction folder"
+    # AllenNLP's `archive_model` writes only files and folders. Links are refused outright
+    # rather than checked for where they point: a link followed by a member written through it
+    # escapes the folder, and checking chains of links is what `tarfile`'s own filters got wrong
+    # (CVE-2025-4517).
+    if member.issym():
+        return f"is a symbolic link (to {member.linkname!r})"
+    if member.islnk():
+        return f"is a hard link (to {member.linkname!r})"
+    if not (member.isfile() or member.isdir()):
+        return "is not a regular file or folder (a device, FIFO or other special file)"
+    return ""
+
+
+def safe_extract(archive_file: Union[str, "os.PathLike[str]"], destination: str) -> None:
+    """
+    Extracts the gzip-compressed tar `archive_file` into `destination` after checking every
+    member: only regular files and folders with relative paths that stay inside `destination`.
+    Raises a `ConfigurationError` naming the archive (and the member) otherwise, extracting
+    nothing.
+    """
+    try:
+        with tarfile.open(archive_file, "r:gz") as archive:
+            members = archive.getmembers()
+            for member in members:
+                problem = _member_problem(member)
+                if problem:
+                    raise ConfigurationError(
+                        f"Refusing to extract the model archive {archive_file}: its member "
+                        f"{member.name!r} {problem}. A model archive holds only files and "
+                        "folders with relative paths (config.json, weights.th, vocabulary/, "
+                        "as written by `allennlp train`); do not load an archive from a source "
+                        "you do not trust, and re-create it from its serialization directory."
+                    )
+            if hasattr(tarfile, "data_filter"):  # Python >= 3.8.17 / 3.11.4: a second guard
+                archive.extractall(destination, members=members, filter="data")
+            else:
+                archive.extractall(destination, members=members)
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise ConfigurationError(
+            f"{archive_file} is not a readable model archive ({type(error).__name__}: {error}). "
+            "Expected a gzip-compressed tar file, such as the model.tar.gz that `allennlp "
+            "train` writes in its serialization directory (or that directory itself)."
+        ) from None
+
+
+@contextlib.contextmanager
+def _safe_extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Iterator[str]:
+    """`allennlp.models.archival.extracted_archive`, extracting through `safe_extract`."""
+    tempdir = tempfile.mkdtemp()
+    try:
+        logger.info(f"extracting archive file {resolved_archive_file} to temp dir {tempdir}")
+        safe_extract(resolved_archive_file, tempdir)
+    except BaseException:
+        # `load_archive` asks for cleanup=False and removes the folder itself, but only once it
+        # has been handed the folder: a refused archive must not leave it behind.
+        shutil.rmtree(tempdir, ignore_errors=True)
+        raise
+    try:
+        yield tempdir
+    finally:
+        if cleanup:
+            logger.info(f"removing temporary unarchived model dir at {tempdir}")
+            shutil.rmtree(tempdir, ignore_errors=True)
+
+
+def _patch_archive_extraction() -> None:
+    from allennlp.models import archival
+
+    # `load_archive` and the `pretrained` initializer look the function up in this module when
+    # they run, so replacing the module attribute covers both.
+    archival.extracted_archive = _safe_extracted_archive
+
+
+_patch_archive_extraction()

@@ -113,6 +113,8 @@ def load_archived_encoder(archive_file: str, cuda_device: int = -1) -> Encoder:
             f"--archive {archive_file} does not exist. Give the model.tar.gz written by "
             "`allennlp train` (in its serialization directory)."
         )
+    # Through `allennlp_tune.compat` (imported with the package): every member is checked before
+    # anything is extracted, and the weights load with `weights_only=True`.
     archive = load_archive(archive_file, cuda_device=cuda_device)
     transformer = find_transformer(archive.model)
     candidates = []
