@@ -142,6 +142,8 @@ def grid_main(args: argparse.Namespace) -> None:
             keep_checkpoints=args.keep_checkpoints,
             progress=not args.no_progress,
         )
+    except ConfigurationError as error:  # the results directory is in use
+        _fail("tune-grid", error)
     except KeyboardInterrupt:
         print(
             "\nallennlp tune-grid: interrupted. Completed runs are kept; run the same command "

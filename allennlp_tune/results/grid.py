@@ -32,14 +32,24 @@ weights; `tune_run.json` lists what went and how many MB it freed. A failed run 
 A run that fails (non-zero exit, or no archive or metrics) is recorded as failed in its
 `tune_run.json` with its exit code, the last line of its log and the log's path
 (`tune_train.log` in the run directory), and the grid goes on. While a run is in progress its
-log is `DIR/<config_stem>/seed_<k>.log`. Run one grid at a time per results directory: a second
-one would take the first one's run in progress for a partial run. Ctrl-C and SIGTERM stop the
-training child too; after SIGKILL the child may train on, and the next grid moves its directory
-aside as partial.
+log is `DIR/<config_stem>/seed_<k>.log`.
+
+One writer per results directory. tune-grid holds an exclusive `flock` on `DIR/.tune_grid.lock`
+while it runs, and every training child inherits that lock, so it is free only once both are
+gone. A second tune-grid on the same directory, or a rerun while the child of a killed grid
+still trains, is refused with the pids holding the lock (nothing is moved aside). Ctrl-C and
+SIGTERM stop the training child too; on Linux the child also gets SIGKILL when tune-grid dies
+any other way (`kill -9`, a crash), so no orphan keeps writing checkpoints by path into the
+directory the next grid trains in. And since every grid run starts fresh, its trainer refuses
+to restore any checkpoint it finds when it starts (it has written none yet: a checkpoint there
+came from another process).
 """
 
+import ctypes
+import fcntl
 import functools
 import glob
+import json
 import logging
 import os
 import shutil
@@ -75,6 +85,13 @@ logger = logging.getLogger(__name__)
 
 SEED_EXT_VAR = "TUNE_SEED"
 SHARED_CACHE_NAME = ".feature_cache"
+LOCK_NAME = ".tune_grid.lock"
+# The inherited descriptor of the lock, in the environment of a training child (as systemd's
+# LISTEN_FDS names passed sockets): `train_subprocess` keeps it open in the child.
+LOCK_FD_ENV = "TUNE_GRID_LOCK_FD"
+# The training child: `allennlp train` that refuses checkpoints it did not write (`train_child`).
+_CHILD_CODE = "from allennlp_tune.results.grid import train_child; train_child()"
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 # runner(command, environment, log_path) -> exit code. Tests replace `train_subprocess`.
 Runner = Callable[[List[str], Dict[str, str], Path], int]
@@ -124,7 +141,8 @@ def parse_ext_vars(assignments: Iterable[str]) -> Dict[str, str]:
 
 
 def train_command(config: Path, run_dir: Path, overrides: Optional[str] = None) -> List[str]:
-    command = [sys.executable, "-m", "allennlp", "train", str(config.resolve())]
+    """`allennlp train` for one run, started through `train_child` (same arguments)."""
+    command = [sys.executable, "-c", _CHILD_CODE, "train", str(config.resolve())]
     command += ["-s", str(run_dir), "--include-package", "allennlp_tune"]
     command += ["--file-friendly-logging"]
     if overrides:
@@ -147,12 +165,77 @@ def _stop(process: subprocess.Popen) -> None:
             continue
 
 
+def _refuse_foreign_checkpoint(checkpointer) -> None:
+    """
+    Replaces `Checkpointer.load_checkpoint` in a grid's training child. A grid run starts fresh
+    (no `--recover`), and the trainer loads a checkpoint only when it starts, before it has
+    saved one: so any checkpoint found then was written by another process (the orphan of a
+    killed grid writing by path into this directory, say), and resuming from it would silently
+    mix two trainings.
+    """
+    latest = checkpointer.find_latest_checkpoint()
+    if latest is not None:
+        raise ConfigurationError(
+            f"{latest[0]} is in the serialization directory of a fresh tune-grid run before the "
+            "run saved any checkpoint: another process is writing into this directory. This run "
+            "does not resume from a checkpoint it did not write; stop that process and run "
+            "tune-grid again."
+        )
+    return None
+
+
+def train_child() -> None:
+    """`allennlp train` with `sys.argv[1:]`, as a grid's training child (see `train_command`)."""
+    from allennlp.commands import main
+    from allennlp.training.checkpointer import Checkpointer
+
+    Checkpointer.load_checkpoint = _refuse_foreign_checkpoint  # this process only
+    sys.argv = ["allennlp", *sys.argv[1:]]
+    main(prog="allennlp")
+
+
+def _die_with_this_process() -> Optional[Callable[[], None]]:
+    """
+    A `preexec_fn` that makes the child get SIGKILL when this process dies, however it dies
+    (Linux `prctl(PR_SET_PDEATHSIG)`; it survives `exec`). `None` where there is no prctl.
+    A process group would not help: `kill -9` of tune-grid signals tune-grid alone.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        # Resolved here, not in the child: between fork and exec only the call itself runs.
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent, kill = os.getpid(), int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: no signal will come
+            os._exit(1)
+
+    return preexec
+
+
 def train_subprocess(command: List[str], environment: Dict[str, str], log_path: Path) -> int:
-    """Runs one training with stdout and stderr into `log_path`; stops the child on interrupt."""
+    """
+    Runs one training with stdout and stderr into `log_path`; stops the child on interrupt. The
+    child dies with this process (Linux) and keeps the grid's lock (`LOCK_FD_ENV`) for its life.
+    """
+    lock_fd = environment.get(LOCK_FD_ENV)
+    pass_fds = (int(lock_fd),) if lock_fd else ()
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(
-            command, env=environment, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            command,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            pass_fds=pass_fds,
+            preexec_fn=_die_with_this_process(),
         )
+        if lock_fd:
+            _record_lock_holder(int(lock_fd), child_pid=process.pid, child_log=str(log_path))
         try:
             return process.wait()
         except BaseException:
@@ -167,6 +250,89 @@ def _last_line(log_path: Path) -> str:
     except OSError:
         return ""
     return lines[-1][:300] if lines else ""
+
+
+def _is_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has exited and only waits to be reaped; but a killed process's main thread turns
+    # zombie before its other threads (which hold its files) are gone.
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        return True
+    for task in tasks.iterdir():
+        try:
+            if (task / "stat").read_text().rpartition(")")[2].split()[0] != "Z":
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
+def _read_lock_holder(fd: int) -> Dict[str, object]:
+    try:
+        loaded = json.loads(os.pread(fd, 1 << 16, 0).decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _record_lock_holder(fd: int, **holder: object) -> None:
+    """Who holds the lock, for the message of a refused grid (the flock itself is the lock)."""
+    text = json.dumps({**_read_lock_holder(fd), **holder}, sort_keys=True).encode("utf-8")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, text + b"\n", 0)
+
+
+class _ResultsDirLock:
+    """
+    An exclusive, non-blocking `flock` on `RESULTS_DIR/.tune_grid.lock`. The training children
+    inherit the locked descriptor, and a flock lasts until every process holding it has closed
+    it or died: so it also stays taken while an orphaned child trains on, and needs no stale-pid
+    guessing once everyone is gone.
+    """
+
+    def __init__(self, results_dir: Path) -> None:
+        self.path = results_dir / LOCK_NAME
+        self.fd: Optional[int] = None
+
+    def __enter__(self) -> "_ResultsDirLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_lock_holder(fd)
+            os.close(fd)
+            raise ConfigurationError(self._refusal(holder)) from None
+        self.fd = fd
+        _record_lock_holder(fd, tune_grid_pid=os.getpid(), started=timestamp())
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _refusal(self, holder: Dict[str, object]) -> str:
+        who = []
+        for key, label in (("tune_grid_pid", "tune-grid"), ("child_pid", "its training child")):
+            if key in holder:
+                state = "running" if _is_alive(holder[key]) else "exited"
+                who.append(f"{label} pid {holder[key]} ({state})")
+        if holder.get("child_log"):
+            who.append(f"last log {holder['child_log']}")
+        held_by = f" ({', '.join(who)})" if who else ""
+        return (
+            f"{self.path.parent} is in use: {self.path} is locked by a live process{held_by}. "
+            "Another tune-grid runs there, or the training child of a killed one still writes "
+            "into it. Wait for it to finish or stop it (kill PID), then run this command again."
+        )
 
 
 @dataclass
@@ -227,88 +393,94 @@ def run_grid(
     if user_cache_directory(ext_vars) is None:
         shared_cache = (results_dir / SHARED_CACHE_NAME).resolve()
     jobs = [(config, seed) for seed in seeds for config in configs]
-    bar = tqdm(total=len(jobs), unit="run", desc="tune-grid", disable=not progress, file=sys.stderr)
-    with bar, _SigtermAsInterrupt():
-        for config, seed in jobs:
-            stem = config_stem(config)
-            run_dir = results_dir / stem / f"seed_{seed}"
-            pending_log = run_dir.with_name(f"seed_{seed}.log")
-            bar.set_postfix_str(f"{stem} seed {seed}")
-            if is_complete(run_dir):
-                result.skipped.append(run_dir)
-                bar.update()
-                continue
-            if run_dir.exists():
-                previous = read_json(run_dir / RUN_INFO_NAME) or {}
-                if previous.get("status") == FAILED and keep_failed:
+    # Taken before anything is moved aside, held until the shared cache is gone: the run of a
+    # live writer is left alone.
+    with _ResultsDirLock(results_dir) as lock:
+        bar = tqdm(
+            total=len(jobs), unit="run", desc="tune-grid", disable=not progress, file=sys.stderr
+        )
+        with bar, _SigtermAsInterrupt():
+            for config, seed in jobs:
+                stem = config_stem(config)
+                run_dir = results_dir / stem / f"seed_{seed}"
+                pending_log = run_dir.with_name(f"seed_{seed}.log")
+                bar.set_postfix_str(f"{stem} seed {seed}")
+                if is_complete(run_dir):
                     result.skipped.append(run_dir)
-                    result.failed.append(run_dir)
                     bar.update()
                     continue
-                aside = move_aside(
-                    run_dir, "failed" if previous.get("status") == FAILED else "incomplete"
-                )
-                if pending_log.exists() and not (aside / RUN_LOG_NAME).exists():
-                    os.replace(pending_log, aside / RUN_LOG_NAME)
-                result.moved_aside.append(aside)
-                bar.write(f"tune-grid: moved the unfinished {run_dir} aside to {aside.name}")
-            run_dir.parent.mkdir(parents=True, exist_ok=True)
+                if run_dir.exists():
+                    previous = read_json(run_dir / RUN_INFO_NAME) or {}
+                    if previous.get("status") == FAILED and keep_failed:
+                        result.skipped.append(run_dir)
+                        result.failed.append(run_dir)
+                        bar.update()
+                        continue
+                    aside = move_aside(
+                        run_dir, "failed" if previous.get("status") == FAILED else "incomplete"
+                    )
+                    if pending_log.exists() and not (aside / RUN_LOG_NAME).exists():
+                        os.replace(pending_log, aside / RUN_LOG_NAME)
+                    result.moved_aside.append(aside)
+                    bar.write(f"tune-grid: moved the unfinished {run_dir} aside to {aside.name}")
+                run_dir.parent.mkdir(parents=True, exist_ok=True)
 
-            environment = dict(os.environ)
-            run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(seed)}
-            environment.update(run_ext_vars)
-            if shared_cache is not None:
-                environment[CACHE_DIR_ENV] = str(shared_cache)
-            command = train_command(config, run_dir, overrides)
-            name, _ = parse_run_name(stem)
-            info = {
-                "tool": "tune-grid",
-                "config": str(config.resolve()),
-                "config_stem": stem,
-                "task": name.task if name else None,
-                "encoder": name.encoder if name else None,
-                "mode": name.mode if name else None,
-                "variant": name.variant if name else None,
-                "seed": seed,
-                "ext_vars": run_ext_vars,
-                "overrides": overrides,
-                "command": command,
-                "started": timestamp(),
-            }
-            started = time.monotonic()
-            # KeyboardInterrupt leaves run_dir without tune_run.json: partial, rerun next time.
-            returncode = runner(command, environment, pending_log)
+                environment = dict(os.environ)
+                run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(seed)}
+                environment.update(run_ext_vars)
+                if shared_cache is not None:
+                    environment[CACHE_DIR_ENV] = str(shared_cache)
+                environment[LOCK_FD_ENV] = str(lock.fd)
+                command = train_command(config, run_dir, overrides)
+                name, _ = parse_run_name(stem)
+                info = {
+                    "tool": "tune-grid",
+                    "config": str(config.resolve()),
+                    "config_stem": stem,
+                    "task": name.task if name else None,
+                    "encoder": name.encoder if name else None,
+                    "mode": name.mode if name else None,
+                    "variant": name.variant if name else None,
+                    "seed": seed,
+                    "ext_vars": run_ext_vars,
+                    "overrides": overrides,
+                    "command": command,
+                    "started": timestamp(),
+                }
+                started = time.monotonic()
+                # KeyboardInterrupt leaves run_dir without tune_run.json: partial, rerun next time.
+                returncode = runner(command, environment, pending_log)
 
-            run_dir.mkdir(parents=True, exist_ok=True)
-            if pending_log.exists():
-                os.replace(pending_log, run_dir / RUN_LOG_NAME)
-            produced = (run_dir / ARCHIVE_NAME).is_file() and (run_dir / METRICS_NAME).is_file()
-            info.update(
-                returncode=returncode,
-                finished=timestamp(),
-                duration_s=round(time.monotonic() - started, 1),
-                log=RUN_LOG_NAME,
-                status=OK if returncode == 0 and produced else FAILED,
-            )
-            if info["status"] == FAILED:
-                reason = (
-                    f"exit code {returncode}"
-                    if returncode != 0
-                    else "exit code 0 but no model.tar.gz or metrics.json"
+                run_dir.mkdir(parents=True, exist_ok=True)
+                if pending_log.exists():
+                    os.replace(pending_log, run_dir / RUN_LOG_NAME)
+                produced = (run_dir / ARCHIVE_NAME).is_file() and (run_dir / METRICS_NAME).is_file()
+                info.update(
+                    returncode=returncode,
+                    finished=timestamp(),
+                    duration_s=round(time.monotonic() - started, 1),
+                    log=RUN_LOG_NAME,
+                    status=OK if returncode == 0 and produced else FAILED,
                 )
-                last = _last_line(run_dir / RUN_LOG_NAME)
-                info["error"] = f"{reason}: {last}" if last else reason
-                result.failed.append(run_dir)
-                bar.write(
-                    f"tune-grid: {stem} seed {seed} failed ({info['error']}); "
-                    f"log: {run_dir / RUN_LOG_NAME}"
-                )
-            else:
-                result.trained.append(run_dir)
-                if not keep_checkpoints:
-                    info["tidied"] = tidy_run_dir(run_dir)
-            write_json(run_dir / RUN_INFO_NAME, info)
-            bar.update()
-    if shared_cache is not None and shared_cache.is_dir() and not keep_checkpoints:
-        shutil.rmtree(shared_cache)
+                if info["status"] == FAILED:
+                    reason = (
+                        f"exit code {returncode}"
+                        if returncode != 0
+                        else "exit code 0 but no model.tar.gz or metrics.json"
+                    )
+                    last = _last_line(run_dir / RUN_LOG_NAME)
+                    info["error"] = f"{reason}: {last}" if last else reason
+                    result.failed.append(run_dir)
+                    bar.write(
+                        f"tune-grid: {stem} seed {seed} failed ({info['error']}); "
+                        f"log: {run_dir / RUN_LOG_NAME}"
+                    )
+                else:
+                    result.trained.append(run_dir)
+                    if not keep_checkpoints:
+                        info["tidied"] = tidy_run_dir(run_dir)
+                write_json(run_dir / RUN_INFO_NAME, info)
+                bar.update()
+        if shared_cache is not None and shared_cache.is_dir() and not keep_checkpoints:
+            shutil.rmtree(shared_cache)
     return result
