@@ -3,7 +3,7 @@
 Imported first by `allennlp_tune/__init__.py`, so `--include-package allennlp_tune` or the
 `.allennlp_plugins` file applies them before any component is built. Each fix is small, says
 what breaks without it, and has a test that fails without it: in `tests/test_compat.py`, and for
-3 in `tests/commands/test_archive_safety.py`.
+3 and 4 in `tests/commands/test_archive_safety.py`.
 
 1. `reduce_on_plateau`: AllenNLP passes `verbose=` to `torch.optim.lr_scheduler.ReduceLROnPlateau`,
    which torch 2.x removed, so every config using it (allennlp-models' ESIM among them) fails at
@@ -19,18 +19,26 @@ what breaks without it, and has a test that fails without it: in `tests/test_com
    outside its temporary folder; a file that is not a gzip-compressed tar fails with a
    `tarfile` traceback. We replace it with `safe_extract`, which checks every member first and
    refuses with a `ConfigurationError` naming the archive and the member.
+4. Pickled code in weights: AllenNLP's `read_state_dict` (the archive's `weights.th`) calls
+   `torch.load` without `weights_only`, which is safe only because torch >= 2.6 defaults to
+   `weights_only=True`. We pass `weights_only=True` explicitly, so the weights file cannot run
+   code whatever the default, and turn the refusal into a `ConfigurationError`.
 """
 
 import contextlib
 import gzip
+import inspect
 import logging
 import ntpath
 import os
+import pickle
 import shutil
+import sys
 import tarfile
 import tempfile
+import types
 import zlib
-from typing import Iterator, List, Union
+from typing import Any, Iterator, List, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -215,3 +223,63 @@ def _patch_archive_extraction() -> None:
 
 
 _patch_archive_extraction()
+
+
+# ---- 4. weights_only loading ----------------------------------------------------------------
+
+_TORCH_LOAD_HAS_WEIGHTS_ONLY = "weights_only" in inspect.signature(torch.load).parameters
+
+
+class _WeightsOnlyTorch:
+    """
+    The `torch` module as our copy of AllenNLP's `read_state_dict` sees it: everything is
+    torch's own, except that `load` passes `weights_only=True` (tensors and plain containers
+    only: no pickled code runs) and says which file it refused.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+    @staticmethod
+    def load(f: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _TORCH_LOAD_HAS_WEIGHTS_ONLY:  # torch < 1.13 has no safe mode
+            return torch.load(f, *args, **kwargs)
+        kwargs["weights_only"] = True
+        try:
+            return torch.load(f, *args, **kwargs)
+        except pickle.UnpicklingError as error:
+            raise ConfigurationError(
+                f"Refusing to load the weights file {f}: it holds pickled objects other than "
+                f"tensors, which could run code ({str(error).splitlines()[0]}). A weights file "
+                "written by `allennlp train` holds only a state dict of tensors; do not load "
+                "weights from a source you do not trust."
+            ) from None
+
+
+def _weights_only_read_state_dict() -> None:
+    from allennlp.nn import util as nn_util
+
+    original = nn_util.read_state_dict
+    if getattr(original, "_allennlp_tune_weights_only", False):
+        return
+    # The same code with `torch` bound to `_WeightsOnlyTorch`: AllenNLP's prefix and `ignore`
+    # handling stay exactly as they are, only its single `torch.load` call changes.
+    namespace = dict(original.__globals__, torch=_WeightsOnlyTorch())
+    patched = types.FunctionType(
+        original.__code__, namespace, original.__name__, original.__defaults__
+    )
+    patched.__kwdefaults__ = original.__kwdefaults__
+    patched.__doc__ = original.__doc__
+    patched._allennlp_tune_weights_only = True  # type: ignore[attr-defined]
+    nn_util.read_state_dict = patched  # `Model._load` calls `util.read_state_dict`
+    # Modules that imported the function by name before this ran.
+    for module_name in (
+        "allennlp.modules.transformer.transformer_module",
+        "allennlp.commands.diff",
+    ):
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, "read_state_dict", None) is original:
+            module.read_state_dict = patched  # type: ignore[attr-defined]
+
+
+_weights_only_read_state_dict()

@@ -14,7 +14,7 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import pytest
 import torch
@@ -249,3 +249,58 @@ def test_a_file_that_is_not_a_model_archive_is_a_clear_error(tmp_path, make, run
         assert str(path) in message and "Expected a gzip-compressed tar file" in message
     with pytest.raises(ConfigurationError, match="Expected a gzip-compressed tar file"):
         run_allennlp("evaluate", str(path), str(path))
+
+
+class RunsCode:
+    """A pickle payload: unpickling it creates the folder `marker`."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.mkdir, (self.marker,)
+
+
+def older_torch_load(monkeypatch) -> List[Set[str]]:
+    """`torch.load` as in torch < 2.6, where `weights_only` defaults to False; records kwargs."""
+    real_load = torch.load
+    calls: List[Set[str]] = []
+
+    def load(*args, weights_only=False, **kwargs):
+        calls.append({"weights_only"} if weights_only else set())
+        return real_load(*args, weights_only=weights_only, **kwargs)
+
+    monkeypatch.setattr(torch, "load", load)
+    return calls
+
+
+@pytest.mark.parametrize("older_torch", [False, True])
+def test_a_weights_file_with_pickled_code_never_runs_it(tmp_path, monkeypatch, older_torch):
+    marker = tmp_path / "payload_ran"
+    buffer = io.BytesIO()
+    torch.save({"weight": RunsCode(marker)}, buffer)
+    archive = tiny_archive(tmp_path / "model.tar.gz", weights=buffer.getvalue())
+    if older_torch:
+        calls = older_torch_load(monkeypatch)
+    for load in (load_archive, load_archived_encoder):
+        with pytest.raises(Exception) as error:
+            load(str(archive))
+        assert not marker.exists()
+        assert error.type is ConfigurationError, error.value
+        assert "Refusing to load the weights file" in str(error.value)
+    if older_torch:
+        assert calls == [{"weights_only"}, {"weights_only"}]
+
+
+def test_read_state_dict_keeps_its_behaviour_and_loads_weights_only(tmp_path, monkeypatch):
+    from allennlp.modules.transformer import transformer_module
+    from allennlp.nn import util as nn_util
+
+    path = tmp_path / "weights.th"
+    torch.save({"model.a": torch.ones(2), "model.b": torch.zeros(1)}, path)
+    calls = older_torch_load(monkeypatch)
+    state = nn_util.read_state_dict(str(path), strip_prefix="model.", ignore=["model.b"])
+    assert list(state) == ["a"] and torch.equal(state["a"], torch.ones(2))
+    assert calls == [{"weights_only"}]
+    # Also where AllenNLP imported the function by name before the plugin was imported.
+    assert transformer_module.read_state_dict is nn_util.read_state_dict
