@@ -36,6 +36,9 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
       weight_file: vars.elmo_weights,
       mode: mode,
       layers: layers,
+      // AllenNLP's Elmo default, kept under the fine-tuning heads (they drop out the pooled
+      // vector); ESIM, BCN and the CRF tagger drop out their input themselves and set it to 0.0
+      // (models.libsonnet), as allennlp-models' published ELMo configs do.
       dropout: 0.5,
     } + (if mode == "feature_extraction" then cache else {}),
   },

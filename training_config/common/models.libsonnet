@@ -6,6 +6,18 @@ local vars = import "vars.libsonnet";
 local lstm(input, hidden, layers=1) = {
   type: "lstm", input_size: input, hidden_size: hidden, num_layers: layers, bidirectional: true,
 };
+
+// For the networks that drop out their embedded input themselves (ESIM, BCN, the CRF tagger):
+// ELMo's own output dropout is off, so the embeddings are dropped out once, by the network, as in
+// allennlp-models' published ELMo configs (esim_elmo, biattentive_classification_network_elmo,
+// ner_elmo: ELMo "dropout": 0.0 beside the network's 0.5). BERT's embedder has no dropout.
+local embedders(encoder, network_drops_out_input=true) = {
+  token_embedders: {
+    [encoder.key]: encoder.embedder
+      + (if network_drops_out_input && encoder.name == "elmo" then {dropout: 0.0} else {}),
+  },
+};
+
 local outputs(task) = if std.get(task, "regression", false) then 1 else task.num_labels;
 local classification_extras(task) =
   if std.objectHas(task, "positive_label") then {positive_label: task.positive_label} else {};
@@ -14,7 +26,7 @@ local classification_extras(task) =
   // ESIM (Chen et al. 2017) with its published sizes; esim_regression for SICK-R and STS-B.
   esim(task, encoder):: {
     type: if std.get(task, "regression", false) then "esim_regression" else "tune_esim",
-    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    text_field_embedder: embedders(encoder),
     encoder: lstm(encoder.dim, 300),
     matrix_attention: {type: "dot_product"},
     projection_feedforward: {
@@ -34,7 +46,7 @@ local classification_extras(task) =
   // The bi-attentive classification network (McCann et al. 2017) with allennlp-models' sizes.
   bcn(task, encoder):: {
     type: "tune_bcn",
-    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    text_field_embedder: embedders(encoder),
     embedding_dropout: vars.dropout(0.5),
     pre_encode_feedforward: {
       input_dim: encoder.dim, num_layers: 1, hidden_dims: [300], activations: ["relu"],
@@ -52,7 +64,7 @@ local classification_extras(task) =
   // ELMo NER: a two-layer BiLSTM (optional) and a CRF over BIOUL tags.
   crf_tagger(encoder, bilstm=true):: {
     type: "tune_crf_tagger",
-    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    text_field_embedder: embedders(encoder),
     label_encoding: "BIOUL",
     dropout: vars.dropout(0.5),
   } + (if bilstm then {encoder: lstm(encoder.dim, 200, 2)} else {}),
@@ -61,7 +73,7 @@ local classification_extras(task) =
   // BiLSTM runs over all wordpieces first (paper, appendix A.1).
   first_wordpiece_tagger(encoder, bilstm=true):: {
     type: "tune_tagger",
-    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    text_field_embedder: embedders(encoder, network_drops_out_input=false),
     first_wordpiece: true,
     label_encoding: "BIO",
   } + (if bilstm then {wordpiece_encoder: lstm(encoder.dim, 200, 2)} else {}),
@@ -70,7 +82,7 @@ local classification_extras(task) =
   // (TUNE_POOLING=mean for sentence-embedding models); ELMo: max pooling over the LM states.
   pooled(task, encoder, pooling):: {
     type: "pooled_classifier",
-    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    text_field_embedder: embedders(encoder, network_drops_out_input=false),
     pooling: pooling,
     dropout: vars.dropout(0.1),
     regression: std.get(task, "regression", false),
@@ -80,7 +92,7 @@ local classification_extras(task) =
   // no parameters of their own (bi_attention false: the Table 3 ablation).
   bi_attention(task, encoder, bi_attention=true):: {
     type: "pair_classifier",
-    text_field_embedder: {token_embedders: {[encoder.key]: encoder.embedder}},
+    text_field_embedder: embedders(encoder, network_drops_out_input=false),
     pair_encoder: {type: "bi_attention_pair", input_dim: encoder.dim, bi_attention: bi_attention},
     dropout: vars.dropout(0.1),
     regression: std.get(task, "regression", false),
