@@ -7,6 +7,10 @@ two sequences. `JointPairEmbedder` wraps the model's text field embedder: for a 
 field it runs the embedder once over the whole pair, then splits the states by token type id
 (type 0: `[CLS] a [SEP]`, type 1: `b [SEP]`), each part packed to the left with its own mask.
 ESIM's forward then receives the two parts as if they were separately embedded sentences.
+
+With `max_length` on the indexer and embedder (long pairs folded into segments), the indexer's
+type ids follow the folded sequence while the embedder's states and the mask follow the pair's
+own wordpieces; the type ids are mapped back to the pair's layout before splitting.
 """
 
 from typing import Dict, Optional, Tuple
@@ -42,18 +46,55 @@ class JointPairEmbedder(TextFieldEmbedder):
         return self.embedder(text_field_input, num_wrapping_dims, **kwargs)
 
     def split(self, tokens: TextFieldTensors) -> Tuple[TextFieldTensors, TextFieldTensors]:
-        type_ids = _type_ids(tokens)
+        # Shape: (batch_size, num_wordpieces)
         mask = get_text_field_mask(tokens)
-        states = self.embedder(tokens)
-        first = _part(states, mask & (type_ids == 0))
-        second = _part(states, mask & (type_ids == 1))
-        if not second[PRECOMPUTED]["mask"].any(dim=1).all():
+        # Shape: (batch_size, num_wordpieces)
+        second_mask = _second_sentence_mask(tokens, mask)
+        if not second_mask.any(dim=1).all():
             raise ConfigurationError(
                 "A jointly encoded pair has no token with type id 1, so it cannot be split into "
                 "its two sentences for ESIM. The tokenizer gives no token type ids (e.g. "
                 "RoBERTa): use the reader's pair_encoding 'separate' instead."
             )
+        # Shape: (batch_size, num_wordpieces, embedding_dim)
+        states = self.embedder(tokens)
+        first = _part(states, mask & ~second_mask)
+        second = _part(states, second_mask)
         return first, second
+
+
+def _second_sentence_mask(tokens: TextFieldTensors, mask: torch.BoolTensor) -> torch.BoolTensor:
+    """
+    The positions of the pair's second sentence (`b [SEP]`, token type 1), aligned with `mask`.
+
+    # Parameters
+
+    tokens : `TextFieldTensors`
+        A joint `[CLS] a [SEP] b [SEP]` field from a `pretrained_transformer` indexer.
+    mask : `torch.BoolTensor`
+        Shape: `(batch_size, num_wordpieces)`, the field's mask.
+
+    # Returns
+
+    `torch.BoolTensor`
+        Shape: `(batch_size, num_wordpieces)`.
+    """
+    type_ids = _type_ids(tokens)
+    segment_concat_mask = _segment_concat_mask(tokens)
+    if segment_concat_mask is None:
+        return mask & (type_ids == 1)
+    # The indexer has max_length: its type ids follow the folded sequence `[CLS] a [SEP] b`
+    # cut into segments of max_length, each wrapped in its own [CLS] ... [SEP] of type 0 (the
+    # pair's final [SEP] among them), so they are longer than the mask and misplaced. The
+    # pair's wordpieces keep their order, and the second sentence is its tail: the wordpieces
+    # of type 1 (b's), then the final [SEP], as without folding.
+    # Shape: (batch_size,)
+    num_second = ((type_ids == 1) & segment_concat_mask).sum(dim=1)
+    lengths = mask.sum(dim=1)
+    start = torch.where(num_second > 0, lengths - num_second - 1, lengths)
+    # Shape: (batch_size, num_wordpieces)
+    positions = torch.arange(mask.size(1), device=mask.device).unsqueeze(0)
+    return mask & (positions >= start.unsqueeze(1))
 
 
 def _type_ids(tokens: TextFieldTensors) -> torch.Tensor:
@@ -65,6 +106,14 @@ def _type_ids(tokens: TextFieldTensors) -> torch.Tensor:
         "so the pair cannot be split into its two sentences. Use a 'pretrained_transformer' "
         "indexer (joint encoding), or the reader's pair_encoding 'separate'."
     )
+
+
+def _segment_concat_mask(tokens: TextFieldTensors) -> Optional[torch.BoolTensor]:
+    """The indexer's mask of the folded sequence, given when it has `max_length`."""
+    for indexer_tensors in tokens.values():
+        if "segment_concat_mask" in indexer_tensors:
+            return indexer_tensors["segment_concat_mask"]
+    return None
 
 
 def _keys(tokens: TextFieldTensors) -> str:
