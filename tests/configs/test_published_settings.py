@@ -2,8 +2,8 @@
 The task networks use the settings of allennlp-models' published training configs, which the
 paper's feature-extraction networks come from (issue #21):
 
-- `pair_classification/esim_elmo.jsonnet`: the ELMo embedder at `dropout: 0.0`, since ESIM
-  applies its own 0.5 to its inputs;
+- `pair_classification/esim.jsonnet` and `esim_elmo.jsonnet`: ESIM's `initializer` block, and
+  (with ELMo) the ELMo embedder at `dropout: 0.0`, since ESIM applies its own 0.5 to its inputs;
 - `classification/biattentive_classification_network_elmo.jsonnet`: ELMo at `dropout: 0.0`
   beside BCN's `embedding_dropout: 0.5`;
 - `tagging/ner_elmo.jsonnet`: ELMo at `dropout: 0.0` beside the CRF tagger's `dropout: 0.5`.
@@ -31,6 +31,17 @@ from allennlp_tune.modules.token_embedders.tune_elmo import TuneElmoEmbedder
 CONFIG_DIR = REPO_ROOT / "training_config"
 CONFIGS = sorted(CONFIG_DIR.glob("*.jsonnet"))
 
+# allennlp-models' training_config/pair_classification/esim.jsonnet (and esim_elmo.jsonnet).
+PUBLISHED_ESIM_INITIALIZER = {
+    "regexes": [
+        [".*linear_layers.*weight", {"type": "xavier_uniform"}],
+        [".*linear_layers.*bias", {"type": "zero"}],
+        [".*weight_ih.*", {"type": "xavier_uniform"}],
+        [".*weight_hh.*", {"type": "orthogonal"}],
+        [".*bias_ih.*", {"type": "zero"}],
+        [".*bias_hh.*", {"type": "lstm_hidden_bias"}],
+    ]
+}
 
 # The networks that apply dropout to the embedded input themselves, and where.
 INPUT_DROPOUT = {
@@ -95,6 +106,11 @@ def test_elmo_keeps_its_dropout_under_the_fine_tuning_heads():
         assert only_embedder(RENDERED[name])["dropout"] == 0.5, name
 
 
+@pytest.mark.parametrize("name", cells("tune_esim", "esim_regression"))
+def test_esim_has_the_published_initializer(name: str):
+    assert RENDERED[name]["model"]["initializer"] == PUBLISHED_ESIM_INITIALIZER
+
+
 # --- the models the fixture configs build -------------------------------------------------
 
 
@@ -141,3 +157,49 @@ def test_built_network_drops_out_elmo_once(name: str, dropout: str, monkeypatch,
     embedder = elmo_of(model).train()
     characters = torch.randint(1, 200, (2, 4, 50))
     assert torch.equal(embedder(characters), embedder(characters))
+
+
+def test_built_esim_is_initialized_as_published(monkeypatch, tmp_path):
+    model = build_model("sick_e_elmo_fe", monkeypatch, tmp_path)
+    lstm = model._encoder._module
+    hidden = lstm.hidden_size
+    assert torch.count_nonzero(lstm.bias_ih_l0) == 0
+    # lstm_hidden_bias: forget gate (second quarter) 1, the other gates 0.
+    expected_bias = torch.zeros(4 * hidden)
+    expected_bias[hidden : 2 * hidden] = 1.0
+    assert torch.equal(lstm.bias_hh_l0.detach(), expected_bias)
+    # orthogonal: the (4h, h) recurrent weights have orthonormal columns.
+    weight_hh = lstm.weight_hh_l0.detach()
+    assert torch.allclose(weight_hh.T @ weight_hh, torch.eye(hidden), atol=1e-5)
+    for feedforward in (model._projection_feedforward, model._output_feedforward):
+        (linear,) = feedforward._linear_layers
+        assert torch.count_nonzero(linear.bias) == 0
+        fan_out, fan_in = linear.weight.shape
+        bound = (6.0 / (fan_in + fan_out)) ** 0.5  # xavier_uniform's bound
+        assert linear.weight.abs().max() <= bound
+    # The initializer leaves the pretrained ELMo weights alone.
+    fresh = TuneElmoEmbedder(
+        str(FIXTURE_MODELS_DIR / "elmo" / "options.json"),
+        str(FIXTURE_MODELS_DIR / "elmo" / "weights.hdf5"),
+    )
+    fresh_bilm = dict(fresh._elmo_bilm.named_parameters())
+    for parameter_name, value in elmo_of(model)._elmo_bilm.named_parameters():
+        assert torch.equal(value, fresh_bilm[parameter_name]), parameter_name
+
+
+def test_built_bert_esim_keeps_the_pretrained_bert_weights(monkeypatch, tmp_path):
+    from transformers import AutoModel
+
+    model = build_model("sick_e_bert_fe", monkeypatch, tmp_path)
+    assert torch.count_nonzero(model._encoder._module.bias_ih_l0) == 0  # initialized
+    pretrained = dict(
+        AutoModel.from_pretrained(str(FIXTURE_MODELS_DIR / "bert-uncased")).named_parameters()
+    )
+    checked = 0
+    for parameter_name, value in model.named_parameters():
+        for key, original in pretrained.items():
+            if parameter_name.endswith("." + key) and value.shape == original.shape:
+                assert torch.equal(value, original), parameter_name
+                checked += 1
+                break
+    assert checked >= len(pretrained) - 2  # all of BERT (the pooler may be dropped)

@@ -18,6 +18,17 @@ local embedders(encoder, network_drops_out_input=true) = {
   },
 };
 
+// allennlp-models' training_config/pair_classification/esim.jsonnet (and esim_elmo.jsonnet).
+local esim_initializer = {
+  regexes: [
+    [".*linear_layers.*weight", {type: "xavier_uniform"}],
+    [".*linear_layers.*bias", {type: "zero"}],
+    [".*weight_ih.*", {type: "xavier_uniform"}],
+    [".*weight_hh.*", {type: "orthogonal"}],
+    [".*bias_ih.*", {type: "zero"}],
+    [".*bias_hh.*", {type: "lstm_hidden_bias"}],
+  ],
+};
 local outputs(task) = if std.get(task, "regression", false) then 1 else task.num_labels;
 local classification_extras(task) =
   if std.objectHas(task, "positive_label") then {positive_label: task.positive_label} else {};
@@ -41,6 +52,7 @@ local classification_extras(task) =
       input_dim: 300, num_layers: 1, hidden_dims: outputs(task), activations: "linear",
     },
     dropout: vars.dropout(0.5),
+    initializer: esim_initializer,
   } + (if std.get(task, "regression", false) then {} else classification_extras(task)),
 
   // The bi-attentive classification network (McCann et al. 2017) with allennlp-models' sizes.
