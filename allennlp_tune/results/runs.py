@@ -20,6 +20,10 @@ name does not follow the pattern is still reported, under its path.
 The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
 `split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
 its sign (the first one when it is a list; AllenNLP's default is `-loss`).
+
+A run whose `config.json`, `metrics.json` or `tune_run.json` cannot be used (not JSON, not an
+object, a `trainer` that is not an object) gets the status "unreadable", with the file and what
+is wrong with it; the report still lists every other run.
 """
 
 import datetime
@@ -30,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from allennlp.common.checks import ConfigurationError
 
 # The paper's task order (Table 2).
 TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
@@ -47,7 +53,8 @@ MISSING_METRIC = "missing metric"
 FAILED = "failed"
 PRUNED = "pruned"
 INCOMPLETE = "incomplete"
-STATUSES = (OK, MISSING_METRIC, FAILED, PRUNED, INCOMPLETE)
+UNREADABLE = "unreadable"  # a run file that is not what AllenNLP or tune-grid writes
+STATUSES = (OK, MISSING_METRIC, FAILED, PRUNED, INCOMPLETE, UNREADABLE)
 
 _NAME_PATTERN = re.compile(
     r"^(?P<task>" + "|".join(TASKS) + r")_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
@@ -94,11 +101,27 @@ def config_stem(config: Path) -> str:
 
 
 def metric_of_config(config: Dict[str, Any]) -> Tuple[str, bool]:
-    """The primary metric's name and whether higher is better, from a config's trainer."""
-    metric = (config.get("trainer") or {}).get("validation_metric", "-loss")
+    """
+    The primary metric's name and whether higher is better, from a config's trainer. Raises a
+    `ConfigurationError` saying what is wrong when `trainer` or its `validation_metric` is not
+    what AllenNLP accepts (an object; a string or a list of strings).
+    """
+    trainer = config.get("trainer")
+    if trainer is None:
+        trainer = {}
+    if not isinstance(trainer, dict):
+        raise ConfigurationError(
+            f"trainer is {_describe(trainer)}; expected an object such as "
+            '{"validation_metric": "+accuracy", ...}'
+        )
+    metric = trainer.get("validation_metric", "-loss")
     if isinstance(metric, list):
         metric = metric[0] if metric else "-loss"
-    metric = str(metric)
+    if not isinstance(metric, str):
+        raise ConfigurationError(
+            f"trainer.validation_metric is {_describe(metric)}; expected a string such as "
+            '"+accuracy" or a list of them'
+        )
     if metric[:1] not in "+-" or len(metric) < 2:
         # AllenNLP itself rejects this; a hand-made config.json might still have it.
         return metric, True
@@ -121,6 +144,36 @@ class Run:
     info: Dict[str, Any] = field(default_factory=dict)
     # What was trained: `config_settings(config.json)`; `None` without a config.json.
     settings: Optional[Dict[str, str]] = None
+
+
+def _describe(value: Any) -> str:
+    """`a list ([1, 2])`, `a string ("adam")`: a JSON value's type and a short excerpt."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    kind = "null" if value is None else kinds.get(type(value), "a number")
+    text = json.dumps(value)
+    return f"{kind} ({text if len(text) <= 40 else text[:37] + '...'})"
+
+
+def read_json_object(path: Path) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """
+    `(object, None)` for a JSON object, `(None, None)` for a missing file, and `(None, what is
+    wrong)` for a file that exists but cannot be read, is not JSON or is not an object.
+    `read_json` is the same without saying why.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as error:
+        return None, f"cannot be read ({error.__class__.__name__}: {error})"
+    try:
+        loaded = json.loads(text)
+    except ValueError as error:
+        return None, f"not valid JSON ({error})"
+    if not isinstance(loaded, dict):
+        return None, f"holds {_describe(loaded)}, expected a JSON object"
+    return loaded, None
 
 
 def read_json(path: Path) -> Optional[Dict[str, Any]]:
@@ -249,9 +302,15 @@ def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
 
 def load_run(run_dir: Path, split: str = "validation") -> Run:
     """Reads one run directory; never raises for a broken run, it says so in `status`."""
-    info = read_json(run_dir / RUN_INFO_NAME) or {}
-    config = read_json(run_dir / CONFIG_NAME) or {}
-    metrics = read_json(run_dir / METRICS_NAME)
+    problems = []  # "<file>: <what is wrong>", for a run whose files cannot be used
+    loaded = {}
+    for file_name in (RUN_INFO_NAME, CONFIG_NAME, METRICS_NAME):
+        loaded[file_name], problem = read_json_object(run_dir / file_name)
+        if problem is not None:
+            problems.append(f"{file_name}: {problem}")
+    info = loaded[RUN_INFO_NAME] or {}
+    config = loaded[CONFIG_NAME] or {}
+    metrics = loaded[METRICS_NAME]
     name, seed = _identify(run_dir, info)
     if seed is None and isinstance(config.get("random_seed"), int):
         seed = config["random_seed"]
@@ -263,18 +322,26 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     elif log is None and (run_dir / "out.log").is_file():
         log = str(run_dir / "out.log")
     run = Run(path=run_dir, name=name, seed=seed, status=INCOMPLETE, log=log, info=info)
+    try:
+        if config:
+            run.metric, run.higher_is_better = metric_of_config(config)
+        elif info.get("metric"):
+            run.metric, run.higher_is_better = metric_of_config(
+                {"trainer": {"validation_metric": info["metric"]}}
+            )
+    except ConfigurationError as error:
+        problems.append(f"{CONFIG_NAME if config else RUN_INFO_NAME}: {error}")
     if config:
-        run.metric, run.higher_is_better = metric_of_config(config)
         run.settings = config_settings(config)
-    elif info.get("metric"):
-        run.metric, run.higher_is_better = metric_of_config(
-            {"trainer": {"validation_metric": info["metric"]}}
-        )
 
     recorded = info.get("status")
     if recorded in (FAILED, PRUNED):
         run.status = recorded
         run.detail = info.get("error")
+        return run
+    if problems:
+        run.status = UNREADABLE
+        run.detail = "; ".join(problems)
         return run
     if metrics is None:
         # No metrics.json: killed, crashed outside tune-grid, or still training.
