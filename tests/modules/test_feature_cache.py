@@ -1,5 +1,6 @@
 """`FeatureCache`: float16 entries on disk, checked on every read, written atomically."""
 
+import io
 import logging
 import os
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 import torch
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.modules.token_embedders import feature_cache
 from allennlp_tune.modules.token_embedders.feature_cache import (
     CACHE_DIR_ENV,
     FeatureCache,
@@ -89,6 +91,59 @@ def test_an_entry_under_another_name_or_of_another_shape_is_not_used(tmp_path, c
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert FeatureCache(tmp_path).get(KEY, (3, 6, 4)) is None
     assert "shape" in caplog.text
+
+
+class CountingFileIO(io.FileIO):
+    """A raw file that counts the bytes read from it (what the buffered reader asks for)."""
+
+    bytes_read = 0
+
+    def readinto(self, buffer) -> int:
+        read = super().readinto(buffer) or 0
+        CountingFileIO.bytes_read += read
+        return read
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        CountingFileIO.bytes_read += len(data)
+        return data
+
+
+def junk(cache: FeatureCache, size: int) -> Path:
+    path = cache.directory / "junk"
+    path.write_bytes(b"junk!" * (size // 5 + 1))
+    return path
+
+
+def foreign_entry(cache: FeatureCache, size: int) -> Path:
+    """A well-formed entry of another key and shape, with a large payload."""
+    other = "cd" + "0" * 62
+    cache.put(other, torch.zeros(size // (2 * 4 * 5) + 1, 5, 4))
+    return cache.path(other)
+
+
+@pytest.mark.parametrize("write", [junk, foreign_entry])
+def test_a_large_foreign_file_is_rejected_from_its_header(tmp_path, monkeypatch, write):
+    # Anything can sit at a cache path: it must be rejected before it is read (or held) whole.
+    size = 16 * 2**20
+    cache = FeatureCache(tmp_path, memory_mb=0)
+    path = cache.path(KEY)
+    path.parent.mkdir(parents=True)
+    os.replace(write(cache, size), path)
+    assert path.stat().st_size >= size
+    monkeypatch.setattr(CountingFileIO, "bytes_read", 0)
+    opened = []
+
+    def counting_open(file, mode="r", *args, **kwargs):
+        assert mode == "rb"
+        opened.append(file)
+        return io.BufferedReader(CountingFileIO(file, "r"))
+
+    monkeypatch.setattr(feature_cache, "open", counting_open, raising=False)
+    assert cache.get(KEY, SHAPE) is None
+    assert opened == [path]
+    assert cache.rejected == 1 and not path.exists()
+    assert CountingFileIO.bytes_read <= 128 * 1024
 
 
 def test_a_failed_write_leaves_no_entry_and_no_partial_file(tmp_path, caplog, monkeypatch):

@@ -21,7 +21,8 @@ Not a registered component: the embedders build one from their `feature_cache` p
   a damaged file, which the next check catches.
 - **Checked reads.** A truncated, corrupted, renamed or otherwise mismatched entry (wrong magic,
   header, key, shape, size or checksum) is logged as a WARNING naming the file, deleted and
-  recomputed; it is never used.
+  recomputed; it is never used. The magic and header are checked before the payload is read,
+  so a large foreign file at a cache path costs a few bytes of reading, not its size in RAM.
 - **Bounded RAM.** Entries read or written recently are also kept in an in-memory LRU bounded by
   `memory_mb`; nothing else is held in memory. The LRU holds them as float32 (the float16
   values, converted once), so that a cached epoch does no conversion: twice the bytes of the
@@ -40,7 +41,7 @@ import tempfile
 import zlib
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -51,6 +52,8 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT_VERSION = 1
 MAGIC = b"ATUNEFC1"
 _HEADER_LENGTH = struct.Struct("<I")
+# Headers are a few hundred bytes; a larger length means the file is not an entry.
+_MAX_HEADER_BYTES = 64 * 1024
 CACHE_DIR_ENV = "TUNE_FEATURE_CACHE_DIR"
 CONFIG_KEYS = ("directory", "memory_mb")
 
@@ -204,8 +207,7 @@ class FeatureCache:
         path = self.path(key)
         try:
             with open(path, "rb") as file:
-                buffer = bytearray(os.fstat(file.fileno()).st_size)
-                read = file.readinto(buffer)
+                tensor, problem = self._read(file, key, shape)
         except FileNotFoundError:
             self.misses += 1
             return None
@@ -215,7 +217,6 @@ class FeatureCache:
             )
             self.misses += 1
             return None
-        tensor, problem = self._decode(buffer[:read], key, shape)
         if tensor is None:
             self.rejected += 1
             self.misses += 1
@@ -311,33 +312,51 @@ class FeatureCache:
             self._memory_used -= evicted.numel() * evicted.element_size()
 
     @staticmethod
-    def _decode(
-        buffer: bytearray, key: str, shape: Tuple[int, ...]
+    def _read(
+        file: BinaryIO, key: str, shape: Tuple[int, ...]
     ) -> Tuple[Optional[torch.Tensor], str]:
+        """
+        Reads and checks one entry from `file`: the magic and header first, so that a file that
+        is not an entry, or not the expected one, is rejected after reading a few bytes (not
+        read whole: anything can be at a cache path); then exactly the expected payload, into
+        the one buffer that the returned tensor is converted from.
+        """
         fixed = len(MAGIC) + _HEADER_LENGTH.size
-        if len(buffer) < fixed or bytes(buffer[: len(MAGIC)]) != MAGIC:
+        start = file.read(fixed)
+        if len(start) < fixed or start[: len(MAGIC)] != MAGIC:
             return None, "not a feature cache file or truncated header"
-        (header_length,) = _HEADER_LENGTH.unpack_from(buffer, len(MAGIC))
-        if fixed + header_length > len(buffer):
+        (header_length,) = _HEADER_LENGTH.unpack_from(start, len(MAGIC))
+        if header_length > _MAX_HEADER_BYTES:
+            return None, f"unreadable header (of {header_length} bytes)"
+        header_bytes = file.read(header_length)
+        if len(header_bytes) < header_length:
             return None, "truncated header"
         try:
-            header = json.loads(bytes(buffer[fixed : fixed + header_length]).decode("utf-8"))
+            header = json.loads(header_bytes.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             return None, "unreadable header"
         if not isinstance(header, dict) or header.get("version") != CACHE_FORMAT_VERSION:
             return None, "unknown format version"
         if header.get("key") != key:
             return None, f"it holds key {header.get('key')!r}"
-        if header.get("dtype") != "float16" or tuple(header.get("shape", ())) != shape:
+        stored_shape = header.get("shape")
+        if (
+            header.get("dtype") != "float16"
+            or not isinstance(stored_shape, list)
+            or tuple(stored_shape) != shape
+        ):
             return None, f"shape {header.get('shape')} differs from the expected {list(shape)}"
         expected_bytes = 2 * int(numpy.prod(shape, dtype=numpy.int64))
-        payload_start = fixed + header_length
-        if header.get("nbytes") != expected_bytes or len(buffer) - payload_start != expected_bytes:
+        payload_bytes = os.fstat(file.fileno()).st_size - fixed - header_length
+        if header.get("nbytes") != expected_bytes or payload_bytes != expected_bytes:
             return None, (
-                f"truncated or padded payload: {len(buffer) - payload_start} bytes, "
-                f"expected {expected_bytes}"
+                f"truncated or padded payload: {payload_bytes} bytes, expected {expected_bytes}"
             )
-        if zlib.crc32(memoryview(buffer)[payload_start:]) != header.get("crc32"):
+        buffer = bytearray(expected_bytes)
+        read = file.readinto(buffer)
+        if read != expected_bytes:  # the file shrank while we read it
+            return None, f"truncated payload: {read} bytes, expected {expected_bytes}"
+        if zlib.crc32(buffer) != header.get("crc32"):
             return None, "checksum mismatch"
-        array = numpy.frombuffer(buffer, dtype=numpy.float16, offset=payload_start)
+        array = numpy.frombuffer(buffer, dtype=numpy.float16)
         return torch.from_numpy(array.reshape(shape).astype(numpy.float32)), ""
