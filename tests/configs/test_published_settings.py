@@ -6,7 +6,9 @@ paper's feature-extraction networks come from (issue #21):
   (with ELMo) the ELMo embedder at `dropout: 0.0`, since ESIM applies its own 0.5 to its inputs;
 - `classification/biattentive_classification_network_elmo.jsonnet`: ELMo at `dropout: 0.0`
   beside BCN's `embedding_dropout: 0.5`;
-- `tagging/ner_elmo.jsonnet`: ELMo at `dropout: 0.0` beside the CRF tagger's `dropout: 0.5`.
+- `tagging/ner_elmo.jsonnet`: ELMo at `dropout: 0.0` beside the CRF tagger's `dropout: 0.5`,
+  `include_start_end_transitions: false`, encoder LSTM `dropout: 0.5`, and an L2 regularizer
+  (alpha 0.1) on the scalar mix's `scalar_parameters`.
 
 Each setting is checked twice: in the rendered config of every cell it concerns (found by
 globbing, so the Table 5 ablations are covered), and in the model built from a fixture config.
@@ -23,6 +25,7 @@ from allennlp.common import Params
 from allennlp.common.params import evaluate_file
 from allennlp.data import DatasetReader, Vocabulary
 from allennlp.models import Model
+from allennlp.nn.regularizers import L2Regularizer
 
 import allennlp_tune
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
@@ -42,6 +45,8 @@ PUBLISHED_ESIM_INITIALIZER = {
         [".*bias_hh.*", {"type": "lstm_hidden_bias"}],
     ]
 }
+# allennlp-models' training_config/tagging/ner_elmo.jsonnet.
+PUBLISHED_NER_REGULARIZER = {"regexes": [["scalar_parameters", {"type": "l2", "alpha": 0.1}]]}
 
 # The networks that apply dropout to the embedded input themselves, and where.
 INPUT_DROPOUT = {
@@ -109,6 +114,18 @@ def test_elmo_keeps_its_dropout_under_the_fine_tuning_heads():
 @pytest.mark.parametrize("name", cells("tune_esim", "esim_regression"))
 def test_esim_has_the_published_initializer(name: str):
     assert RENDERED[name]["model"]["initializer"] == PUBLISHED_ESIM_INITIALIZER
+
+
+@pytest.mark.parametrize("name", cells("tune_crf_tagger"))
+def test_crf_tagger_has_the_published_ner_elmo_settings(name: str):
+    model = RENDERED[name]["model"]
+    assert model["include_start_end_transitions"] is False
+    assert model["regularizer"] == PUBLISHED_NER_REGULARIZER
+    assert model["dropout"] == 0.5
+    if "encoder" in model:  # fe and ft_bilstm_crf: the two-layer BiLSTM
+        assert model["encoder"]["num_layers"] == 2 and model["encoder"]["dropout"] == 0.5
+    has_bilstm = name in ("conll2003_elmo_fe", "conll2003_elmo_ft_bilstm_crf")
+    assert ("encoder" in model) == has_bilstm
 
 
 # --- the models the fixture configs build -------------------------------------------------
@@ -203,3 +220,21 @@ def test_built_bert_esim_keeps_the_pretrained_bert_weights(monkeypatch, tmp_path
                 checked += 1
                 break
     assert checked >= len(pretrained) - 2  # all of BERT (the pooler may be dropped)
+
+
+@pytest.mark.parametrize("name", ["conll2003_elmo_fe", "conll2003_elmo_ft"])
+def test_built_crf_tagger_matches_ner_elmo(name: str, monkeypatch, tmp_path):
+    model = build_model(name, monkeypatch, tmp_path)
+    assert model.include_start_end_transitions is False
+    assert model.crf.include_start_end_transitions is False
+    if name == "conll2003_elmo_fe":
+        assert model.encoder._module.num_layers == 2 and model.encoder._module.dropout == 0.5
+    # The L2 penalty is 0.1 x the sum of squares of the scalar mix weights, and nothing else.
+    mix = elmo_of(model)._scalar_mix
+    with torch.no_grad():
+        for index, parameter in enumerate(mix.scalar_parameters):
+            parameter.fill_(float(index + 1))
+    expected = 0.1 * sum(float(index + 1) ** 2 for index in range(len(mix.scalar_parameters)))
+    assert float(model.get_regularization_penalty().detach()) == pytest.approx(expected)
+    (regularizer,) = [r for _, r in model._regularizer._regularizers]
+    assert isinstance(regularizer, L2Regularizer)

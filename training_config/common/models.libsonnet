@@ -3,9 +3,9 @@
 // and appendix A).
 local vars = import "vars.libsonnet";
 
-local lstm(input, hidden, layers=1) = {
+local lstm(input, hidden, layers=1, dropout=0.0) = {
   type: "lstm", input_size: input, hidden_size: hidden, num_layers: layers, bidirectional: true,
-};
+} + (if dropout > 0 then {dropout: dropout} else {});
 
 // For the networks that drop out their embedded input themselves (ESIM, BCN, the CRF tagger):
 // ELMo's own output dropout is off, so the embeddings are dropped out once, by the network, as in
@@ -73,13 +73,17 @@ local classification_extras(task) =
     },
   },
 
-  // ELMo NER: a two-layer BiLSTM (optional) and a CRF over BIOUL tags.
+  // ELMo NER: a two-layer BiLSTM (optional) and a CRF over BIOUL tags, with the settings of
+  // allennlp-models' training_config/tagging/ner_elmo.jsonnet: no start/end transitions, LSTM
+  // dropout 0.5 between the layers, and L2 (0.1) on the ELMo scalar mix weights.
   crf_tagger(encoder, bilstm=true):: {
     type: "tune_crf_tagger",
     text_field_embedder: embedders(encoder),
     label_encoding: "BIOUL",
+    include_start_end_transitions: false,
     dropout: vars.dropout(0.5),
-  } + (if bilstm then {encoder: lstm(encoder.dim, 200, 2)} else {}),
+    regularizer: {regexes: [["scalar_parameters", {type: "l2", alpha: 0.1}]]},
+  } + (if bilstm then {encoder: lstm(encoder.dim, 200, 2, dropout=0.5)} else {}),
 
   // BERT NER: each word's first wordpiece and a softmax; for frozen features, a two-layer
   // BiLSTM runs over all wordpieces first (paper, appendix A.1).
