@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.modules.token_embedders import feature_cache
@@ -205,3 +206,11 @@ def test_fingerprint_covers_every_weight_and_the_identity():
     with torch.no_grad():
         module[1].bias[0] += 1e-3
     assert encoder_fingerprint(module, "identity") != reference
+
+
+def test_fingerprint_covers_the_transformers_version(monkeypatch):
+    module = torch.nn.Linear(3, 3)
+    reference = encoder_fingerprint(module, "identity")
+    monkeypatch.setattr(transformers, "__version__", "999.0.0")
+    assert encoder_fingerprint(module, "identity") != reference
+

@@ -8,10 +8,11 @@ Not a registered component: the embedders build one from their `feature_cache` p
   its padding stripped, `(num_layers, sequence_length, dim)`, so a sentence hits the same entry
   whatever batch it is in and however much that batch is padded.
 - **Keyed by content.** `FeatureCache.key` hashes a fingerprint of the encoder (its class, its
-  configuration and the bytes of every weight, see `encoder_fingerprint`), the layer selection,
-  folding length, and the exact input ids of the sequence. Another model, other weights
-  (a fine-tuned archive, a perturbed copy), another layer selection or another text gets
-  another key, so it can never read a stale entry.
+  configuration, the `transformers` version and the bytes of every weight, see
+  `encoder_fingerprint`), the layer selection, folding length, and the exact input ids of the
+  sequence. Another model, other weights (a fine-tuned archive, a perturbed copy, weights
+  loaded into the embedder), another `transformers`, another layer selection or another text
+  gets another key, so it can never read a stale entry.
 - **float16 on disk**, one file per entry under `<directory>/<key[:2]>/<key>.f16`: an 8-byte
   magic, a 4-byte header length, a JSON header (format version, key, dtype, shape, byte count,
   CRC-32 of the payload) and the raw float16 payload.
@@ -45,6 +46,7 @@ from typing import Any, BinaryIO, Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
+import transformers
 from allennlp.common.checks import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -90,11 +92,16 @@ def default_cache_directory(serialization_dir: Optional[str] = None) -> Path:
 
 def encoder_fingerprint(module: torch.nn.Module, identity: str) -> str:
     """
-    A SHA-256 over `identity` (the encoder's class and configuration) and the name, dtype,
-    shape and bytes of every tensor in `module.state_dict()`. Computed once per frozen phase
-    (it reads every weight once: well under a second for a BERT-base).
+    A SHA-256 over `identity` (the encoder's class and configuration), the installed
+    `transformers` version and the name, dtype, shape and bytes of every tensor in
+    `module.state_dict()`. Computed once per frozen phase (it reads every weight once: well
+    under a second for a BERT-base).
     """
     digest = hashlib.sha256(identity.encode("utf-8"))
+    # The same weights can give other features under another release of the modelling code
+    # (attention implementation, layer norm or activation changes): a shared cache must not
+    # serve features computed by an older or newer `transformers`.
+    digest.update(f"|transformers {transformers.__version__}".encode())
     for name, tensor in module.state_dict().items():
         tensor = tensor.detach().cpu().contiguous().reshape(-1)
         digest.update(f"|{name}|{tensor.dtype}|{tensor.numel()}|".encode())
