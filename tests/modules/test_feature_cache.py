@@ -214,3 +214,28 @@ def test_fingerprint_covers_the_transformers_version(monkeypatch):
     monkeypatch.setattr(transformers, "__version__", "999.0.0")
     assert encoder_fingerprint(module, "identity") != reference
 
+
+def test_weights_loaded_after_features_were_cached_give_fresh_features(
+    bert_path, wordpiece_batch, tmp_path
+):
+    from allennlp_tune.modules.token_embedders.tune_transformer import TuneTransformerEmbedder
+
+    tensors = wordpiece_batch()
+    embedder = TuneTransformerEmbedder(bert_path, feature_cache={"directory": str(tmp_path)})
+    embedder.eval()(**tensors)  # fingerprints the weights and caches every sequence
+    cache = embedder.feature_cache
+    first_writes = cache.writes
+    assert first_writes == len(tensors["token_ids"]) and cache.hits == 0
+
+    # As `load_archive` or a trainer restoring its best weights does, on the same embedder.
+    state = embedder.state_dict()
+    weight = embedder.layer_groups()[-1][1][0][0]
+    state[weight] = state[weight] + 0.05
+    reference = TuneTransformerEmbedder(bert_path).eval()
+    reference.load_state_dict(state)
+    embedder.load_state_dict(state)
+
+    output = embedder(**tensors)
+    assert cache.hits == 0 and cache.writes == 2 * first_writes  # new keys, nothing stale
+    mask = tensors["mask"].unsqueeze(-1).expand_as(output)
+    torch.testing.assert_close(output[mask], reference(**tensors)[mask], atol=1e-2, rtol=1e-2)
