@@ -14,11 +14,12 @@ identity. Callbacks, which see the model, walk its modules instead.
 """
 
 import weakref
-from typing import Iterable, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import torch
 
 NamedGroup = Tuple[str, List[torch.nn.Parameter]]
+NamedProvider = Tuple[str, torch.nn.Module]
 
 _PROVIDERS: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
@@ -31,16 +32,52 @@ def is_provider(module: object) -> bool:
     return all(callable(getattr(module, name, None)) for name in ("layer_groups", "freeze"))
 
 
-def providers_in(model: torch.nn.Module) -> List[torch.nn.Module]:
-    """The layer-group providers among a model's submodules, in module order."""
-    return [module for module in model.modules() if is_provider(module)]
+def providers_in(model: torch.nn.Module) -> List[NamedProvider]:
+    """
+    The layer-group providers among a model's submodules as `(module path, provider)`, in
+    module order (`named_modules()`). A provider that only delegates to a provider inside it
+    (`tune_transformer_mismatched` around its `tune_transformer`) counts once, as the inner one,
+    which is the one that registers itself for the optimizer.
+    """
+    found = [(name, module) for name, module in model.named_modules() if is_provider(module)]
+    return [
+        (name, module)
+        for name, module in found
+        if not any(other.startswith(name + ".") or (not name and other) for other, _ in found)
+    ]
 
 
-def providers_owning(parameters: Iterable[torch.nn.Parameter]) -> List[torch.nn.Module]:
-    """Registered providers that own at least one of `parameters` (e.g. their scalar mix)."""
-    ids = {id(parameter) for parameter in parameters}
-    found = [p for p in list(_PROVIDERS) if any(id(q) in ids for q in p.parameters())]
-    return sorted(found, key=lambda provider: min(id(q) for q in provider.parameters()))
+def providers_owning(
+    named_parameters: Sequence[Tuple[str, torch.nn.Parameter]],
+) -> List[NamedProvider]:
+    """
+    The registered providers that own at least one of `named_parameters` (the trainable ones
+    AllenNLP gives the optimizer; the scalar mix at least), as `(module path, provider)` in
+    module order, the path read off a parameter's name in the model.
+    """
+    position = {id(parameter): index for index, (_, parameter) in enumerate(named_parameters)}
+    names = {id(parameter): name for name, parameter in named_parameters}
+    found = []
+    for provider in list(_PROVIDERS):
+        owned = [(n, p) for n, p in provider.named_parameters() if id(p) in position]
+        if not owned:
+            continue
+        relative, parameter = owned[0]
+        full = names[id(parameter)]
+        path = full[: len(full) - len(relative)].rstrip(".")
+        if not full.endswith(relative):  # not named as in the model: keep it distinct anyway
+            path = full
+        found.append((min(position[id(p)] for _, p in owned), path, provider))
+    return [(path, provider) for _, path, provider in sorted(found, key=lambda f: f[0])]
+
+
+def group_label(path: str, group_name: str, num_providers: int) -> str:
+    """
+    The name of a provider's group in the optimizer's parameter groups and in the logs: the
+    group's own name (`layer_0`) with one provider, prefixed by the provider's module path
+    (`_text_field_embedder.token_embedder_premise.layer_0`) with several, so names never collide.
+    """
+    return f"{path}.{group_name}" if num_providers > 1 and path else group_name
 
 
 def named_groups(provider: torch.nn.Module) -> List[NamedGroup]:

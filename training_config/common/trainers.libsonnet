@@ -50,12 +50,14 @@ local common(task, epochs) = {
   // Stack-then-finetune: train the head on the frozen encoder, then fine-tune everything; the
   // frozen phase ends after TUNE_FROZEN_EPOCHS epochs or once train - dev exceeds TUNE_MAX_GAP.
   // The schedule (the fine-tuning one of the encoder) restarts at the switch, so phase 2 gets
-  // its own warmup and decay.
+  // its own warmup and decay. BERT keeps its fine-tuning rule of no weight decay on biases and
+  // LayerNorm weights (ELMo's fine-tuning cells have none, and neither has its sf cell).
   stack_then_finetune(task, encoder):: common(task, vars.frozen_epochs(2) + 3) + {
     optimizer: {
       type: "discriminative",
       decay: if encoder.name == "elmo" then 0.4 else 1.0,
       head_lr: vars.head_lr(1e-3),
+      [if encoder.name == "bert" then "no_decay"]: ["bias", "LayerNorm\\.weight"],
       optimizer: {
         type: "adamw",
         lr: vars.lr(if encoder.name == "elmo" then 5e-4 else 2e-5),

@@ -21,7 +21,7 @@ How a group is frozen (`freeze_by`):
 import json
 import logging
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -29,7 +29,7 @@ from allennlp.common.util import dump_metrics
 from allennlp.training.callbacks import TrainerCallback
 from allennlp.training.callbacks.tensorboard import TensorBoardCallback
 
-from allennlp_tune.training.layer_groups import named_groups, providers_in
+from allennlp_tune.training.layer_groups import group_label, named_groups, providers_in
 
 logger = logging.getLogger(__name__)
 FREEZE_BY = ("auto", "requires_grad", "masking")
@@ -46,7 +46,7 @@ class AdaptationCallback(TrainerCallback):
         self._masking = False
         self._trainable: Optional[int] = None  # encoder groups training now, from the top
         self._epoch = 0  # the epoch the current setting applies to
-        self._providers: List[torch.nn.Module] = []
+        self._named_providers: List[Tuple[str, torch.nn.Module]] = []  # in module order
 
     # ---- what subclasses decide -------------------------------------------------------------
     def groups_for_epoch(self, epoch: int, num_groups: int) -> int:
@@ -61,8 +61,8 @@ class AdaptationCallback(TrainerCallback):
     # ---- trainer hooks ----------------------------------------------------------------------
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         super().on_start(trainer, is_primary=is_primary, **kwargs)
-        self._providers = providers_in(trainer.model)
-        if not self._providers:
+        self._named_providers = providers_in(trainer.model)
+        if not self._named_providers:
             raise ConfigurationError(
                 f"The {type(self).__name__} callback needs an embedder with layer groups "
                 "(tune_transformer, tune_transformer_mismatched or tune_elmo); the model has none."
@@ -151,9 +151,18 @@ class AdaptationCallback(TrainerCallback):
                 if trainable:
                     provider.unfreeze(trainable)
 
+    @property
+    def _providers(self) -> List[torch.nn.Module]:
+        return [provider for _, provider in self._named_providers]
+
     def trainable_group_names(self) -> List[str]:
-        names = [name for name, _ in named_groups(self._providers[0])]
-        return names[len(names) - self._trainable :] if self._trainable else []
+        """The groups training now, named as in the `discriminative` optimizer's groups."""
+        result = []
+        for path, provider in self._named_providers:
+            names = [name for name, _ in named_groups(provider)]
+            trainable = names[len(names) - self._trainable :] if self._trainable else []
+            result += [group_label(path, n, len(self._named_providers)) for n in trainable]
+        return result
 
     def _group_rates(self, trainer) -> Dict[str, float]:
         rates: Dict[str, float] = {}

@@ -7,7 +7,7 @@ from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.optimizers import Optimizer
 
-from allennlp_tune.training.layer_groups import named_groups, providers_owning
+from allennlp_tune.training.layer_groups import group_label, named_groups, providers_owning
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +27,16 @@ class DiscriminativeOptimizer(Optimizer):
     embedders), found by parameter identity; for a plain AllenNLP embedder give `groups`, one
     list of regexes per group, bottom to top. Frozen encoder parameters are included too, so a
     callback that unfreezes them later (`gradual_unfreezing`, `stack_then_finetune`) trains them
-    at their rate. The inner optimizer is built with one parameter group per layer (named
-    `layer_group_name` in `optimizer.param_groups`), so every AllenNLP learning-rate scheduler
-    (`slanted_triangular`, `linear_with_warmup`, ...) scales each group from its own rate. Do
-    not combine with the scheduler's own `discriminative_fine_tuning` or `gradual_unfreezing`,
-    nor with `noam`, which sets one absolute rate for every group and so undoes the per-layer
-    rates.
+    at their rate (and `no_decay` matches them by their names in the model). A model with
+    several such embedders (one per sentence, say) gets the same rates in each: every encoder's
+    top group at `lr`, decaying downwards within that encoder; their groups are then named
+    `<module path>.<group>` (e.g. `_text_field_embedder.token_embedder_premise.layer_0`), in
+    module order, and `adaptation.jsonl` uses the same names. The inner optimizer is built with
+    one parameter group per layer (named `layer_group_name` in `optimizer.param_groups`), so
+    every AllenNLP learning-rate scheduler (`slanted_triangular`, `linear_with_warmup`, ...)
+    scales each group from its own rate. Do not combine with the scheduler's own
+    `discriminative_fine_tuning` or `gradual_unfreezing`, nor with `noam`, which sets one
+    absolute rate for every group and so undoes the per-layer rates.
 
     Registered as an `Optimizer` with name "discriminative".
 
@@ -59,8 +63,9 @@ class DiscriminativeOptimizer(Optimizer):
         Regexes over parameter names, one list per encoder group, bottom to top, for embedders
         that have no `layer_groups()`. Only trainable parameters can be matched this way.
     no_decay : `List[str]`, optional (default = `None`)
-        Regexes of parameters that get `weight_decay: 0` (BERT's usual bias and LayerNorm rule);
-        each group is split in two.
+        Regexes of parameter names (as in `model.named_parameters()`, frozen ones included)
+        that get `weight_decay: 0` (BERT's usual rule: `["bias", "LayerNorm\\.weight"]`); each
+        group is split in two, `<group>` and `<group>/no_decay`, at the same rate.
     """
 
     @classmethod
@@ -88,8 +93,8 @@ class DiscriminativeOptimizer(Optimizer):
             raise ConfigurationError(f"trainer.optimizer.decay is {decay}; expected 0 < decay <= 1")
         lr = float(inner["lr"])
 
-        encoder_groups = cls._encoder_groups(model_parameters, groups)
-        if not encoder_groups:
+        encoders = cls._encoder_groups(model_parameters, groups)
+        if not encoders:
             raise ConfigurationError(
                 "The 'discriminative' optimizer found no encoder layer groups among the "
                 "trainable parameters AllenNLP gives it. Either the model has no "
@@ -100,20 +105,23 @@ class DiscriminativeOptimizer(Optimizer):
                 'parameters is trainable: use layers "all" (the trainable scalar mix links it '
                 'to the optimizer) or mode "fine_tuning".'
             )
-        # Name every encoder parameter by its group, so one regex selects a group.
-        encoder_ids = {id(p) for _, params in encoder_groups for p in params}
+        # Name every encoder parameter by its group, so one regex selects a group; after the
+        # prefix comes the parameter's name in the model (frozen ones too), for `no_decay`.
         named: List[Tuple[str, torch.nn.Parameter]] = []
-        original_names = {id(p): n for n, p in model_parameters}
         specs: List[Tuple[List[str], Dict[str, Any]]] = []
-        depth = len(encoder_groups)
-        for index, (group_name, params) in enumerate(encoder_groups):
-            group_lr = lr * decay ** (depth - 1 - index)
-            prefix = f"{ENCODER_PREFIX}.{index}."
-            for position, param in enumerate(params):
-                named.append((prefix + original_names.get(id(param), f"p{position}"), param))
-            specs.append(
-                ([f"^{re.escape(prefix)}"], {"lr": group_lr, "layer_group_name": group_name})
-            )
+        encoder_ids = set()
+        index = 0
+        for encoder_groups in encoders:  # each encoder decays from its own top group
+            depth = len(encoder_groups)
+            for position, (group_name, params) in enumerate(encoder_groups):
+                group_lr = lr * decay ** (depth - 1 - position)
+                prefix = f"{ENCODER_PREFIX}.{index}."
+                index += 1
+                named += [(prefix + name, param) for name, param in params]
+                encoder_ids.update(id(param) for _, param in params)
+                specs.append(
+                    ([f"^{re.escape(prefix)}"], {"lr": group_lr, "layer_group_name": group_name})
+                )
         named += [(n, p) for n, p in model_parameters if id(p) not in encoder_ids]
         head = {"lr": head_lr if head_lr is not None else lr, "layer_group_name": "head"}
         specs.append(([f"^(?!{re.escape(ENCODER_PREFIX)})"], head))
@@ -124,20 +132,38 @@ class DiscriminativeOptimizer(Optimizer):
         return optimizer.construct(model_parameters=named, parameter_groups=specs)
 
     @staticmethod
-    def _encoder_groups(model_parameters, groups):
+    def _encoder_groups(
+        model_parameters: List[Tuple[str, torch.nn.Parameter]],
+        groups: Optional[List[List[str]]],
+    ) -> List[List[Tuple[str, List[Tuple[str, torch.nn.Parameter]]]]]:
+        """
+        Per encoder (in module order), its groups bottom to top as `(group name, [(parameter
+        name in the model, parameter), ...])`.
+        """
         if groups is not None:
             result = []
             for index, regexes in enumerate(groups):
-                params = [p for n, p in model_parameters if any(re.search(r, n) for r in regexes)]
+                params = [
+                    (n, p) for n, p in model_parameters if any(re.search(r, n) for r in regexes)
+                ]
                 if not params:
                     raise ConfigurationError(
                         f"trainer.optimizer.groups[{index}] ({regexes}) matches no trainable "
                         "parameter name."
                     )
                 result.append((f"group_{index}", params))
-            return result
-        providers = providers_owning(p for _, p in model_parameters)
-        return [group for provider in providers for group in named_groups(provider)]
+            return [result]
+        providers = providers_owning(model_parameters)
+        encoders = []
+        for path, provider in providers:
+            names = {id(p): f"{path}.{n}" if path else n for n, p in provider.named_parameters()}
+            encoders.append(
+                [
+                    (group_label(path, name, len(providers)), [(names[id(p)], p) for p in params])
+                    for name, params in named_groups(provider)
+                ]
+            )
+        return encoders
 
     @staticmethod
     def _split_no_decay(specs, no_decay: List[str]):

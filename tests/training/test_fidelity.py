@@ -1,0 +1,174 @@
+"""The adaptation schedules on the real embedders (fixture BERT): weight-decay exclusions of
+frozen layers, several encoders in one model, the gap rule's sign, the head's rate in phase 2."""
+
+import copy
+import json
+import os
+from typing import Any, Dict, List
+
+import pytest
+import torch
+from allennlp.commands.train import train_model
+from allennlp.common import Params
+from allennlp.common.params import evaluate_file
+from allennlp.data import Vocabulary
+from allennlp.models import Model
+from allennlp.training.optimizers import Optimizer
+
+import allennlp_tune
+import allennlp_tune.testing  # noqa: F401  (the toy layered embedder)
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+
+BERT = str(FIXTURE_MODELS_DIR / "bert-uncased")
+NO_DECAY = ["bias", "LayerNorm\\.weight"]
+
+
+def bert_embedder(mode: str = "feature_extraction") -> Dict[str, Any]:
+    return {"type": "tune_transformer", "model_name": BERT, "mode": mode, "layers": "all"}
+
+
+def build_model(token_embedders: Dict[str, Any]) -> Model:
+    vocab = Vocabulary(tokens_to_add={"labels": ["0", "1"]})
+    params = {
+        "type": "basic_classifier",
+        "text_field_embedder": {"token_embedders": copy.deepcopy(token_embedders)},
+        "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 16 * len(token_embedders)},
+    }
+    return Model.from_params(params=Params(params), vocab=vocab)
+
+
+def build_optimizer(model: Model, **options) -> torch.optim.Optimizer:
+    params = {
+        "type": "discriminative",
+        "decay": 0.4,
+        "optimizer": {"type": "adamw", "lr": 1e-3, "weight_decay": 0.01},
+        **options,
+    }
+    trainable = [[n, p] for n, p in model.named_parameters() if p.requires_grad]  # as AllenNLP
+    return Optimizer.from_params(model_parameters=trainable, params=Params(params))
+
+
+def group_of(optimizer) -> Dict[int, Dict[str, Any]]:
+    return {id(p): group for group in optimizer.param_groups for p in group["params"]}
+
+
+def rendered(config: str) -> Dict[str, Any]:
+    """A config as a user without any TUNE_* variable gets it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNE_")}
+    env.update({name: "" for name in allennlp_tune.config_vars.CONFIG_VARS})
+    return json.loads(evaluate_file(str(REPO_ROOT / "training_config" / config), ext_vars=env))
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. no_decay reaches the layers that are frozen when the optimizer is built
+# ------------------------------------------------------------------------------------------------
+def test_no_decay_applies_to_layers_frozen_when_the_optimizer_is_built():
+    model = build_model({"tokens": bert_embedder("feature_extraction")})
+    embedder = model._text_field_embedder._token_embedders["tokens"]
+    assert embedder.is_frozen  # how stack-then-finetune and gradual unfreezing start
+    optimizer = build_optimizer(model, no_decay=NO_DECAY)
+    groups = group_of(optimizer)
+    checked = {"no_decay": 0, "decay": 0}
+    for name, param in model.named_parameters():
+        excluded = name.endswith("bias") or "LayerNorm.weight" in name
+        expected = 0.0 if excluded else 0.01
+        assert groups[id(param)]["weight_decay"] == expected, name
+        if not param.requires_grad:  # frozen now, unfrozen later by a callback
+            checked["no_decay" if excluded else "decay"] += 1
+    assert checked["no_decay"] > 10 and checked["decay"] > 10
+    # Each exclusion group keeps its layer's rate.
+    rates = {g.get("layer_group_name"): g["lr"] for g in optimizer.param_groups if g["params"]}
+    assert rates["layer_1/no_decay"] == rates["layer_1"] == pytest.approx(rates["layer_0"] / 0.4)
+
+
+def test_stack_then_finetune_configs_exclude_bias_and_layer_norm_from_weight_decay():
+    for config in ("sick_e_bert_sf.jsonnet", "conll2003_bert_sf.jsonnet"):
+        optimizer = rendered(config)["trainer"]["optimizer"]
+        assert optimizer["type"] == "discriminative"
+        assert optimizer["no_decay"] == NO_DECAY, config
+        assert optimizer["optimizer"]["weight_decay"] > 0
+    # the same rule as the BERT fine-tuning cells
+    ft = rendered("sick_e_bert_ft.jsonnet")["trainer"]["optimizer"]["parameter_groups"]
+    assert ft[0][0] == NO_DECAY and ft[0][1] == {"weight_decay": 0.0}
+    # ELMo's sf cells follow its ft cells, which decay every parameter.
+    for cell in ("sick_e_elmo_sf.jsonnet", "sick_e_elmo_ft.jsonnet"):
+        assert "no_decay" not in rendered(cell)["trainer"]["optimizer"], cell
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. several layered encoders in one model
+# ------------------------------------------------------------------------------------------------
+TWO_ENCODERS = ["_text_field_embedder.token_embedder_b", "_text_field_embedder.token_embedder_a"]
+
+
+def two_encoder_config(callbacks: List[Dict[str, Any]], epochs: int) -> Dict[str, Any]:
+    """Two toy layered embedders (allennlp_tune.testing) over the same words."""
+    toy = {"type": "tune_toy_layered", "frozen": True}
+    return {
+        "dataset_reader": {
+            "type": "sst2",
+            "tokenizer": {"type": "whitespace"},
+            "token_indexers": {"a": {"type": "single_id"}, "b": {"type": "single_id"}},
+        },
+        "train_data_path": str(FIXTURE_DATA_DIR / "sst-2" / "train.tsv"),
+        "validation_data_path": str(FIXTURE_DATA_DIR / "sst-2" / "dev.tsv"),
+        "model": {
+            "type": "basic_classifier",
+            # "b" is registered first: module order, not the keys' sorted order nor addresses.
+            "text_field_embedder": {"token_embedders": {"b": toy, "a": dict(toy)}},
+            "seq2vec_encoder": {"type": "bag_of_embeddings", "embedding_dim": 8},
+        },
+        "data_loader": {"batch_size": 4},
+        "trainer": {
+            "num_epochs": epochs,
+            "optimizer": {
+                "type": "discriminative",
+                "decay": 0.4,
+                "head_lr": 1e-2,
+                "optimizer": {"type": "adam", "lr": 1e-3},
+            },
+            "callbacks": callbacks,
+            "cuda_device": -1,
+        },
+    }
+
+
+def test_two_encoders_each_decay_from_their_own_top_group_with_distinct_names():
+    model = build_model({"b": bert_embedder(), "a": bert_embedder()})
+    optimizer = build_optimizer(model)
+    named = [(g["layer_group_name"], g) for g in optimizer.param_groups if g["params"]]
+    names = [name for name, _ in named]
+    assert len(set(names)) == len(names)  # no collision
+    embedders = model._text_field_embedder._token_embedders
+    groups = {id(p): g for g in optimizer.param_groups for p in g["params"]}
+    order = []
+    for key, path in (("b", TWO_ENCODERS[0]), ("a", TWO_ENCODERS[1])):
+        layer_groups = embedders[key].layer_groups()
+        depth = len(layer_groups)
+        for index, (group_name, params) in enumerate(layer_groups):
+            for _, param in params:
+                group = groups[id(param)]
+                assert group["layer_group_name"] == f"{path}.{group_name}"
+                # the top group of each encoder at lr, 0.4x per group below it
+                assert group["lr"] == pytest.approx(1e-3 * 0.4 ** (depth - 1 - index))
+            order.append(names.index(f"{path}.{group_name}"))
+    assert order == sorted(order)  # the optimizer's groups in module order: b, then a
+    assert names[-1] == "head"
+
+
+def test_two_encoders_unfreeze_together_and_log_distinct_names(tmp_path):
+    params = two_encoder_config([{"type": "gradual_unfreezing"}], epochs=2)
+    model = train_model(Params(params), str(tmp_path / "run"))
+    log = [json.loads(line) for line in (tmp_path / "run" / "adaptation.jsonl").open()]
+    assert [r["trainable_groups"] for r in log] == [0, 1, 2]
+    top = "layer_2"
+    assert log[1]["trainable_group_names"] == [f"{path}.{top}" for path in TWO_ENCODERS]
+    rates = log[1]["learning_rates"]
+    for path in TWO_ENCODERS:
+        assert rates[f"{path}.{top}"] == pytest.approx(1e-3)
+        assert rates[f"{path}.embeddings"] < rates[f"{path}.{top}"]
+    for key in ("a", "b"):  # both encoders follow the schedule (2 groups after the last epoch)
+        embedder = model._text_field_embedder._token_embedders[key]
+        assert [ps[0][1].requires_grad for _, ps in embedder.layer_groups()] == [
+            False, False, True, True,
+        ]  # fmt: skip
