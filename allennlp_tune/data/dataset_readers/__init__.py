@@ -7,6 +7,8 @@ from allennlp_tune.data.dataset_readers.mrpc import MrpcReader
 from allennlp_tune.data.dataset_readers.sick import SickReader
 from allennlp_tune.data.dataset_readers.sst2 import Sst2Reader
 from allennlp_tune.data.dataset_readers.sts_b import StsBReader
+from allennlp_tune.data.dataset_readers.tune_columns import TuneColumnsReader
+from allennlp_tune.data.dataset_readers.tune_table import TuneTableReader
 
 __all__ = [
     "ColaReader",
@@ -15,5 +17,7 @@ __all__ = [
     "SickReader",
     "Sst2Reader",
     "StsBReader",
+    "TuneColumnsReader",
     "TuneConll2003Reader",
+    "TuneTableReader",
 ]
