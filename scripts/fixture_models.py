@@ -12,18 +12,47 @@ Writes, deterministically (fixed seeds, no timestamps):
   pretrained-transformer tokenizer, indexers and embedders, offline.
 - `elmo/options.json`, `elmo/weights.hdf5`: a tiny bidirectional LM in bilm-tf's layout, loadable
   by `allennlp.modules.elmo.Elmo` (output dim 16 = 2 * projection_dim 8).
+- one folder per other encoder family users bring (`FAMILIES`): `roberta/`, `xlm-roberta/`,
+  `deberta-v2/`, `electra/`, `distilbert/`, `albert/`, `mpnet/`. Each is a tiny random model of
+  that family (hidden size 16, 2 or 3 layers) with the family's fast tokenizer, built with the
+  `tokenizers` library over `words`: WordPiece (DistilBERT, ELECTRA, MPNet), byte-level BPE
+  (RoBERTa) or a sentencepiece-style Unigram model (ALBERT, DeBERTa-v2, XLM-R), with the
+  family's special tokens, normalisation and pair layout. ALBERT shares one set of layer
+  weights among its 3 layers (`num_hidden_groups: 1`), as every published ALBERT does; ELECTRA
+  and ALBERT project a smaller embedding (8) to the hidden size.
 """
 
 import json
 import string
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import h5py
 import numpy
 import torch
-from tokenizers import normalizers, pre_tokenizers
-from transformers import BertConfig, BertModel, BertTokenizerFast
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from transformers import (
+    AlbertConfig,
+    AlbertTokenizerFast,
+    AutoModel,
+    BertConfig,
+    BertModel,
+    BertTokenizerFast,
+    DebertaV2Config,
+    DebertaV2TokenizerFast,
+    DistilBertConfig,
+    DistilBertTokenizerFast,
+    ElectraConfig,
+    ElectraTokenizerFast,
+    MPNetConfig,
+    MPNetTokenizerFast,
+    PretrainedConfig,
+    PreTrainedTokenizerFast,
+    RobertaConfig,
+    RobertaTokenizerFast,
+    XLMRobertaConfig,
+    XLMRobertaTokenizerFast,
+)
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # Always in the vocabulary: AllenNLP's tokenizer probes with "A", "a", "b", "1" and "2".
@@ -53,7 +82,9 @@ ELMO_OPTIONS: Dict = {
 }
 
 
-def wordpiece_vocab(words: List[str], lowercase: bool) -> List[str]:
+def wordpiece_vocab(
+    words: List[str], lowercase: bool, special_tokens: Sequence[str] = SPECIAL_TOKENS
+) -> List[str]:
     """Special tokens, then the sorted whole words, then every character and `##` + character.
 
     Words are normalised and split exactly as `BertTokenizerFast` does (lower-casing and accent
@@ -68,10 +99,10 @@ def wordpiece_vocab(words: List[str], lowercase: bool) -> List[str]:
     for word in list(words) + list(base):
         normalized = normalizer.normalize_str(word)
         pieces.update(piece for piece, _ in pre_tokenizer.pre_tokenize_str(normalized))
-    pieces -= set(SPECIAL_TOKENS)
+    pieces -= set(special_tokens)
     characters = sorted({char for piece in pieces for char in piece})
     whole = sorted(pieces)
-    vocab = SPECIAL_TOKENS + whole
+    vocab = list(special_tokens) + whole
     vocab += [char for char in characters if char not in set(whole)]
     vocab += ["##" + char for char in characters]
     return vocab
@@ -160,9 +191,342 @@ def write_elmo(out_dir: Path) -> None:
                 _dataset(cell_group, "W_P_0", rand(cell, proj))
 
 
+# ---- the other encoder families ------------------------------------------------------------
+
+# Shared by every family: hidden size 16, 2 layers, 2 heads, feed-forward 32, BERT's dropout.
+TINY = dict(
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=32,
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+)
+# RoBERTa, XLM-R and MPNet number positions from pad_token_id + 1: two more position rows.
+OFFSET_POSITIONS = MAX_LENGTH + 2
+SPM_SPACE = "\u2581"  # sentencepiece's word-start mark
+
+
+def _save_model(out_dir: Path, config: PretrainedConfig) -> None:
+    torch.manual_seed(SEED)
+    model = AutoModel.from_config(config)
+    model.eval()
+    model.save_pretrained(str(out_dir), safe_serialization=True)
+    (out_dir / "model.safetensors").chmod(0o644)
+
+
+def _save_tokenizer(out_dir: Path, tokenizer: PreTrainedTokenizerFast) -> None:
+    tokenizer.save_pretrained(str(out_dir))
+
+
+def _wordpiece_tokenizer(
+    out_dir: Path, words: List[str], tokenizer_class, special_tokens: Sequence[str]
+) -> Tuple[PreTrainedTokenizerFast, int]:
+    """An uncased WordPiece tokenizer of `tokenizer_class` (BERT's normaliser and pieces)."""
+    vocab = wordpiece_vocab(words, lowercase=True, special_tokens=special_tokens)
+    vocab_file = out_dir / "vocab.txt"
+    vocab_file.write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+    tokenizer = tokenizer_class(
+        vocab_file=str(vocab_file), do_lower_case=True, model_max_length=MAX_LENGTH
+    )
+    return tokenizer, len(vocab)
+
+
+def _byte_level_bpe(words: List[str]) -> Tuple[Dict[str, int], List[Tuple[str, str]]]:
+    """
+    RoBERTa's vocabulary: `<s> <pad> </s> <unk>`, the 256 byte symbols, one token per prefix of
+    every word (with and without the leading-space mark `Ġ`), `<mask>` last; and the merges
+    that build each word left to right. The merges of `Ġ`-words come first, so a word after a
+    space always becomes one token; other text falls back to shorter pieces or bytes.
+    """
+    pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    pieces = set()
+    for word in list(words) + list(BASE_CHARACTERS):
+        for text in (" " + word, word):
+            pieces.update(piece for piece, _ in pre_tokenizer.pre_tokenize_str(text))
+    spaced = sorted(piece for piece in pieces if piece.startswith("\u0120"))
+    bare = sorted(piece for piece in pieces if not piece.startswith("\u0120"))
+    tokens = ["<s>", "<pad>", "</s>", "<unk>"] + sorted(pre_tokenizers.ByteLevel.alphabet())
+    merges: List[Tuple[str, str]] = []
+    known = set(tokens)
+    for piece in spaced + bare:
+        for end in range(2, len(piece) + 1):
+            if piece[:end] not in known:
+                known.add(piece[:end])
+                tokens.append(piece[:end])
+                merges.append((piece[: end - 1], piece[end - 1]))
+    tokens.append("<mask>")
+    return {token: index for index, token in enumerate(tokens)}, merges
+
+
+def _unigram_vocab(
+    words: List[str], special_tokens: Sequence[str], normalize: Callable[[str], str]
+) -> List[Tuple[str, float]]:
+    """
+    A sentencepiece-style Unigram vocabulary: the special tokens (score 0), every word as one
+    `▁word` piece (-1), `▁` + every character (-6), every character (-8), `▁` (-9). The best
+    segmentation of a fixture word is the word itself; any other text splits into characters.
+    """
+    metaspace = pre_tokenizers.Metaspace(replacement=SPM_SPACE, prepend_scheme="always")
+    pieces = set()
+    for word in words:
+        pieces.update(piece for piece, _ in metaspace.pre_tokenize_str(normalize(word)))
+    characters = sorted(
+        {char for piece in pieces for char in piece if char != SPM_SPACE}
+        | set(normalize(BASE_CHARACTERS))
+    )
+    vocab = [(token, 0.0) for token in special_tokens]
+    seen = set(special_tokens)
+
+    def add(piece: str, score: float) -> None:
+        if piece not in seen:
+            seen.add(piece)
+            vocab.append((piece, score))
+
+    for piece in sorted(pieces):
+        add(piece, -1.0)
+    for char in characters:
+        add(SPM_SPACE + char, -6.0)
+    for char in characters:
+        add(char, -8.0)
+    add(SPM_SPACE, -9.0)
+    return vocab
+
+
+def _unigram_tokenizer(
+    words: List[str],
+    special_tokens: Sequence[str],
+    unk_token: str,
+    normalizer: normalizers.Normalizer,
+    post_processor: Callable[[Dict[str, int]], processors.PostProcessor],
+    last_tokens: Sequence[str] = (),
+) -> Tokenizer:
+    """A `tokenizers` Unigram tokenizer as transformers' sentencepiece converters build it."""
+    vocab = _unigram_vocab(words, special_tokens, normalizer.normalize_str)
+    vocab += [(token, 0.0) for token in last_tokens]
+    ids = {piece: index for index, (piece, _) in enumerate(vocab)}
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=ids[unk_token], byte_fallback=False))
+    tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement=SPM_SPACE, prepend_scheme="always"
+    )
+    tokenizer.decoder = decoders.Metaspace(replacement=SPM_SPACE, prepend_scheme="always")
+    tokenizer.post_processor = post_processor(ids)
+    return tokenizer
+
+
+def _bert_style_pair(ids: Dict[str, int]) -> processors.PostProcessor:
+    """`[CLS] A [SEP] B [SEP]` with type ids 0 / 1 (ALBERT, DeBERTa-v2)."""
+    return processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", ids["[CLS]"]), ("[SEP]", ids["[SEP]"])],
+    )
+
+
+def _roberta_style_pair(ids: Dict[str, int]) -> processors.PostProcessor:
+    """`<s> A </s></s> B </s>`, every type id 0 (XLM-R)."""
+    return processors.TemplateProcessing(
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", ids["<s>"]), ("</s>", ids["</s>"])],
+    )
+
+
+def write_roberta(out_dir: Path, words: List[str]) -> None:
+    """RoBERTa: byte-level BPE, positions offset by the padding id, one token type."""
+    vocab, merges = _byte_level_bpe(words)
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.post_processor = processors.RobertaProcessing(
+        sep=("</s>", vocab["</s>"]), cls=("<s>", vocab["<s>"]), trim_offsets=True
+    )
+    tokenizer = RobertaTokenizerFast(tokenizer_object=backend, model_max_length=MAX_LENGTH)
+    _save_tokenizer(out_dir, tokenizer)
+    config = RobertaConfig(
+        vocab_size=len(vocab),
+        max_position_embeddings=OFFSET_POSITIONS,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        **TINY,
+    )
+    _save_model(out_dir, config)
+
+
+def write_xlm_roberta(out_dir: Path, words: List[str]) -> None:
+    """XLM-R: RoBERTa's model with a cased sentencepiece (Unigram) vocabulary."""
+    normalizer = normalizers.Sequence(
+        [normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" {2,}"), SPM_SPACE)]
+    )
+    backend = _unigram_tokenizer(
+        words,
+        ["<s>", "<pad>", "</s>", "<unk>"],
+        "<unk>",
+        normalizer,
+        _roberta_style_pair,
+        last_tokens=["<mask>"],
+    )
+    tokenizer = XLMRobertaTokenizerFast(tokenizer_object=backend, model_max_length=MAX_LENGTH)
+    _save_tokenizer(out_dir, tokenizer)
+    config = XLMRobertaConfig(
+        vocab_size=backend.get_vocab_size(),
+        max_position_embeddings=OFFSET_POSITIONS,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        **TINY,
+    )
+    _save_model(out_dir, config)
+
+
+def write_deberta_v2(out_dir: Path, words: List[str]) -> None:
+    """DeBERTa-v2 as DeBERTa-v3 configures it: relative positions only, no token types."""
+    normalizer = normalizers.Sequence(
+        [normalizers.Strip(), normalizers.Replace(Regex(" {2,}"), " ")]
+    )
+    backend = _unigram_tokenizer(
+        words,
+        ["[PAD]", "[CLS]", "[SEP]", "[UNK]"],
+        "[UNK]",
+        normalizer,
+        _bert_style_pair,
+        last_tokens=["[MASK]"],
+    )
+    tokenizer = DebertaV2TokenizerFast(
+        tokenizer_object=backend, do_lower_case=False, model_max_length=MAX_LENGTH
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    config = DebertaV2Config(
+        vocab_size=backend.get_vocab_size(),
+        max_position_embeddings=MAX_LENGTH,
+        type_vocab_size=0,
+        relative_attention=True,
+        max_relative_positions=-1,
+        position_buckets=8,
+        position_biased_input=False,
+        pos_att_type=["p2c", "c2p"],
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        pad_token_id=0,
+        **TINY,
+    )
+    _save_model(out_dir, config)
+
+
+def write_albert(out_dir: Path, words: List[str]) -> None:
+    """ALBERT: uncased Unigram vocabulary; 3 layers sharing one set of weights."""
+    normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace("``", '"'),
+            normalizers.Replace("''", '"'),
+            normalizers.NFKD(),
+            normalizers.StripAccents(),
+            normalizers.Lowercase(),
+            normalizers.Replace(Regex(" {2,}"), " "),
+        ]
+    )
+    backend = _unigram_tokenizer(
+        words, ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>", normalizer, _bert_style_pair
+    )
+    tokenizer = AlbertTokenizerFast(
+        tokenizer_object=backend,
+        do_lower_case=True,
+        keep_accents=False,
+        model_max_length=MAX_LENGTH,
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    config = AlbertConfig(
+        vocab_size=backend.get_vocab_size(),
+        embedding_size=8,
+        max_position_embeddings=MAX_LENGTH,
+        type_vocab_size=2,
+        num_hidden_groups=1,
+        inner_group_num=1,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=3,
+        **dict(TINY, num_hidden_layers=3),
+    )
+    _save_model(out_dir, config)
+
+
+def write_electra(out_dir: Path, words: List[str]) -> None:
+    """ELECTRA's discriminator: BERT's WordPiece, embeddings 8 projected to the hidden size."""
+    tokenizer, vocab_size = _wordpiece_tokenizer(
+        out_dir, words, ElectraTokenizerFast, SPECIAL_TOKENS
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    config = ElectraConfig(
+        vocab_size=vocab_size,
+        embedding_size=8,
+        max_position_embeddings=MAX_LENGTH,
+        type_vocab_size=2,
+        pad_token_id=0,
+        **TINY,
+    )
+    _save_model(out_dir, config)
+
+
+def write_distilbert(out_dir: Path, words: List[str]) -> None:
+    """DistilBERT: BERT's WordPiece; no token type embeddings and no `token_type_ids` input."""
+    tokenizer, vocab_size = _wordpiece_tokenizer(
+        out_dir, words, DistilBertTokenizerFast, SPECIAL_TOKENS
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    config = DistilBertConfig(
+        vocab_size=vocab_size,
+        max_position_embeddings=MAX_LENGTH,
+        n_layers=TINY["num_hidden_layers"],
+        n_heads=TINY["num_attention_heads"],
+        dim=TINY["hidden_size"],
+        hidden_dim=TINY["intermediate_size"],
+        dropout=0.1,
+        attention_dropout=0.1,
+        pad_token_id=0,
+    )
+    _save_model(out_dir, config)
+
+
+def write_mpnet(out_dir: Path, words: List[str]) -> None:
+    """MPNet: WordPiece with `<s>`/`</s>` specials, relative position buckets, no token types."""
+    tokenizer, vocab_size = _wordpiece_tokenizer(
+        out_dir, words, MPNetTokenizerFast, ["<s>", "<pad>", "</s>", "[UNK]", "<mask>"]
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    config = MPNetConfig(
+        vocab_size=vocab_size,
+        max_position_embeddings=OFFSET_POSITIONS,
+        relative_attention_num_buckets=32,  # MPNet's position bias assumes 32
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        **TINY,
+    )
+    _save_model(out_dir, config)
+
+
+# folder -> writer; the folder is the name tests and TUNE_BERT_MODEL use.
+FAMILIES: Dict[str, Callable[[Path, List[str]], None]] = {
+    "roberta": write_roberta,
+    "xlm-roberta": write_xlm_roberta,
+    "deberta-v2": write_deberta_v2,
+    "electra": write_electra,
+    "distilbert": write_distilbert,
+    "albert": write_albert,
+    "mpnet": write_mpnet,
+}
+
+
 def make_model_fixtures(out_dir: Path, words: List[str]) -> None:
-    """Write `bert-cased/`, `bert-uncased/` and `elmo/` under `out_dir` (see the module doc)."""
+    """Write `bert-cased/`, `bert-uncased/`, `elmo/` and `FAMILIES` under `out_dir`."""
     out_dir = Path(out_dir)
     write_bert(out_dir / "bert-cased", words, lowercase=False)
     write_bert(out_dir / "bert-uncased", words, lowercase=True)
     write_elmo(out_dir / "elmo")
+    for family, write in FAMILIES.items():
+        (out_dir / family).mkdir(parents=True, exist_ok=True)
+        write(out_dir / family, words)

@@ -7,7 +7,9 @@
   data with `TUNE_DATA_DIR=../shared/data` reads the fixtures with `TUNE_DATA_DIR=fixtures/data`.
   The sentences are generated from a small grammar (no real data is copied).
 - `fixtures/models/`: a tiny random BERT (cased and uncased, vocabularies covering the fixture
-  text) and a tiny random ELMo in AllenNLP's format (see `scripts/fixture_models.py`).
+  text), a tiny random ELMo in AllenNLP's format, and one tiny random model per other encoder
+  family (`roberta`, `xlm-roberta`, `deberta-v2`, `electra`, `distilbert`, `albert`, `mpnet`),
+  each with its family's tokenizer over the fixture words (see `scripts/fixture_models.py`).
 
 Running it twice gives identical files; `tests/test_fixtures.py` checks that the committed
 fixtures are what this script writes.
