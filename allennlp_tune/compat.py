@@ -18,7 +18,8 @@ what breaks without it, and has a test that fails without it: in `tests/test_com
    so a crafted `model.tar.gz` with a `../` or absolute member, or a link member, writes
    outside its temporary folder; a file that is not a gzip-compressed tar fails with a
    `tarfile` traceback. We replace it with `safe_extract`, which checks every member first and
-   refuses with a `ConfigurationError` naming the archive and the member.
+   refuses with a `ConfigurationError` naming the archive and the member. The same member
+   rules replace `cached_path`'s weaker check for the archives it extracts (data archives).
 4. Pickled code in weights: AllenNLP's `read_state_dict` (the archive's `weights.th`) calls
    `torch.load` without `weights_only`, which is safe only because torch >= 2.6 defaults to
    `weights_only=True`. We pass `weights_only=True` explicitly, so the weights file cannot run
@@ -223,6 +224,32 @@ def _patch_archive_extraction() -> None:
 
 
 _patch_archive_extraction()
+
+
+def _check_data_tarfile(tar_file: tarfile.TarFile) -> None:
+    """
+    The member check of `cached_path(..., extract_archive=True)` (data archives, e.g. for
+    AllenNLP's sharded reader): `cached_path`'s own `check_tarfile` compares paths with
+    `os.path.commonprefix`, character by character, so a member `../pathtest-x/file` passes it
+    and lands beside the extraction folder. Same rules as for model archives.
+    """
+    for member in tar_file.getmembers():
+        problem = _member_problem(member)
+        if problem:
+            raise ConfigurationError(
+                f"Refusing to extract the archive {tar_file.name}: its member {member.name!r} "
+                f"{problem}. An archive to extract may hold only files and folders with "
+                "relative paths; do not use an archive from a source you do not trust."
+            )
+
+
+def _patch_cached_path_extraction() -> None:
+    from cached_path import _cached_path
+
+    _cached_path.check_tarfile = _check_data_tarfile  # looked up there when extracting
+
+
+_patch_cached_path_extraction()
 
 
 # ---- 4. weights_only loading ----------------------------------------------------------------

@@ -304,3 +304,22 @@ def test_read_state_dict_keeps_its_behaviour_and_loads_weights_only(tmp_path, mo
     assert calls == [{"weights_only"}]
     # Also where AllenNLP imported the function by name before the plugin was imported.
     assert transformer_module.read_state_dict is nn_util.read_state_dict
+
+
+def test_cached_path_extraction_refuses_members_that_escape(tmp_path):
+    from allennlp.common.file_utils import cached_path
+
+    archive = tmp_path / "data.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        add(tar, "train.tsv", b"a\tb\n")
+        # Passes cached_path's own check (a common *string* prefix with its test folder).
+        add(tar, "../pathtest-escaped/x.txt", b"pwned")
+    cache = tmp_path / "cache"
+    try:
+        cached_path(str(archive), cache_dir=str(cache), extract_archive=True)
+        error = None
+    except Exception as raised:
+        error = raised
+    assert not list(cache.rglob("x.txt"))  # without the check: cache/pathtest-escaped/x.txt
+    assert isinstance(error, ConfigurationError), error
+    assert str(archive) in str(error) and "'../pathtest-escaped/x.txt'" in str(error)
