@@ -1,15 +1,20 @@
 """
 Input checking shared by allennlp-tune's predictors (not registered): every problem with a JSON
 line becomes a `ConfigurationError` that names the line, shows its start, and says what was
-expected.
+expected: not JSON, missing keys, wrong types, texts that are empty (or only whitespace and
+zero-width characters), and inputs longer than the model's transformer can read.
 """
 
 import json
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import JsonDict
+from allennlp.data.fields import TextField
+from allennlp.modules.token_embedders import PretrainedTransformerEmbedder
 from allennlp.predictors.predictor import Predictor
+
+from allennlp_tune.data.dataset_readers.task_reader import is_blank
 
 
 def excerpt(text: Any, limit: int = 80) -> str:
@@ -23,6 +28,10 @@ class JsonLinesPredictor(Predictor):
     counts lines and checks each one with `check_json`, so an error names the line. Subclasses
     implement `check_json(json_dict, where)`, which raises `ConfigurationError` starting with
     `where` ("input line 3 (blank lines not counted), {...}").
+
+    A line whose text is longer than the model's transformer encoder has positions (and which the
+    archive does not fold: no `max_length`) is refused here too, naming the line, instead of
+    failing later inside the model without saying which input it was.
     """
 
     _EXPECTED = "a JSON object"
@@ -42,7 +51,52 @@ class JsonLinesPredictor(Predictor):
                 f"{excerpt(line)!r}. Expected one JSON object a line, e.g. {self._EXPECTED}."
             ) from None
         self.check_json(json_dict, f"{where}, {excerpt(line)}")
+        self.check_length(json_dict, f"{where}, {excerpt(line)}")
         return json_dict
+
+    def check_length(self, json_dict: JsonDict, where: str) -> None:
+        """
+        Builds and indexes the line's instance and checks that every transformer input fits the
+        model's positions (when the archive has no `max_length` to fold longer inputs).
+        """
+        limit = self._position_limit()
+        if limit is None:
+            return
+        instance = self._json_to_instance(json_dict)
+        self._dataset_reader.apply_token_indexers(instance)
+        instance.index_fields(self._model.vocab)
+        for name, field in instance.fields.items():
+            if not isinstance(field, TextField):
+                continue
+            lengths = field.get_padding_lengths()
+            for key, length in lengths.items():
+                indexer, _, tensor = key.partition("___")
+                folded = f"{indexer}___segment_concat_mask" in lengths
+                if tensor != "token_ids" or folded or length <= limit:
+                    continue
+                what = "the pair, encoded jointly," if name == "tokens" else f"{name!r}"
+                raise ConfigurationError(
+                    f"{where}: {what} is {length} wordpieces long, more than the {limit} "
+                    "positions of the model's transformer. Shorten the input to fewer "
+                    f"wordpieces, or predict with max_length (at most {limit}) set on both the "
+                    "indexer and the embedder, which folds longer inputs into segments, e.g. "
+                    "allennlp predict ... --overrides '{"
+                    f'"dataset_reader.token_indexers.{indexer}.max_length": {limit}, '
+                    f'"model.text_field_embedder.token_embedders.{indexer}.max_length": {limit}'
+                    "}' (validation_dataset_reader instead of dataset_reader if the archive's "
+                    "config has one)."
+                )
+
+    def _position_limit(self) -> Optional[int]:
+        """The fewest positions of the model's transformer embedders that do not fold inputs."""
+        limits = [
+            module.config.max_position_embeddings
+            for module in self._model.modules()
+            if isinstance(module, PretrainedTransformerEmbedder)
+            and module._max_length is None
+            and getattr(module.config, "max_position_embeddings", None)
+        ]
+        return min(limits) if limits else None
 
     def check_json(self, json_dict: Any, where: str) -> None:
         raise NotImplementedError
@@ -76,12 +130,19 @@ def require_texts(
                         f"{where}: {key!r} is a JSON {_json_type(value)}, not a string. "
                         f"Expected {expected}."
                     )
-                if not value.strip():
-                    raise ConfigurationError(f"{where}: {key!r} is empty. Expected {expected}.")
+                if is_blank(value):
+                    raise ConfigurationError(
+                        f"{where}: {key!r} is empty{blank_detail(value)}. Expected {expected}."
+                    )
                 texts.append(value)
             return texts
     found = ", ".join(repr(key) for key in json_dict) or "none"
     raise ConfigurationError(f"{where}: missing keys (found {found}). Expected {expected}.")
+
+
+def blank_detail(value: str) -> str:
+    """Says why a non-empty `value` that `is_blank` counts as empty."""
+    return " (only whitespace and zero-width characters)" if value else ""
 
 
 def _json_type(value: Any) -> str:

@@ -7,8 +7,14 @@ from allennlp.data.tokenizers import Token
 from allennlp.models import Model
 from allennlp.predictors.predictor import Predictor
 
+from allennlp_tune.data.dataset_readers.task_reader import is_blank
 from allennlp_tune.data.tokenizers.spacy_rules import SpacyRulesTokenizer
-from allennlp_tune.predictors.json_lines import JsonLinesPredictor, require_object, require_texts
+from allennlp_tune.predictors.json_lines import (
+    JsonLinesPredictor,
+    blank_detail,
+    require_object,
+    require_texts,
+)
 
 EXPECTED = '{"tokens": ["EU", "rejects", ...]} or {"sentence": "EU rejects ..."}'
 
@@ -23,8 +29,9 @@ class TuneSentenceTaggerPredictor(JsonLinesPredictor):
     Input, one JSON object a line: `{"tokens": ["EU", "rejects", "German", "call"]}` (tokens as
     in CoNLL-2003, used as given) or `{"sentence": "EU rejects German call."}` (split with spaCy's
     rule-based English tokenizer). A line that is not JSON, has neither key, or holds the wrong
-    type (tokens must be a non-empty list of non-empty strings) raises a `ConfigurationError`
-    naming the line.
+    type (tokens must be a non-empty list of non-empty strings; whitespace and zero-width
+    characters alone count as empty), or is longer than the model's transformer can read, raises
+    a `ConfigurationError` naming the line.
 
     Output: the model's outputs, among them `words` and `tags` (one tag per word, in the scheme
     the model was trained on).
@@ -54,10 +61,11 @@ class TuneSentenceTaggerPredictor(JsonLinesPredictor):
                     f"Expected {EXPECTED}."
                 )
             for index, token in enumerate(tokens):
-                if not isinstance(token, str) or not token.strip():
+                if not isinstance(token, str) or is_blank(token):
+                    detail = blank_detail(token) if isinstance(token, str) else ""
                     raise ConfigurationError(
-                        f"{where}: token {index + 1} ({token!r}) is not a non-empty string. "
-                        f"Expected {EXPECTED}."
+                        f"{where}: token {index + 1} ({token!r}) is not a non-empty string"
+                        f"{detail}. Expected {EXPECTED}."
                     )
             return tokens
         (sentence,) = require_texts(json_dict, (("sentence",),), where, EXPECTED)

@@ -30,8 +30,10 @@ class TuneTextClassifierPredictor(JsonLinesPredictor):
     - pair readers (`sick`, `mrpc`, `sts_b`, `mnli`; joint or separate encoding):
       `{"premise": "...", "hypothesis": "..."}` or `{"sentence1": "...", "sentence2": "..."}`.
 
-    Other keys (ids, gold labels) are ignored. A line that is not JSON, lacks the keys, or holds
-    a non-string or empty text raises a `ConfigurationError` naming the line.
+    Other keys (ids, gold labels) are ignored. A line that is not JSON, lacks the keys, holds a
+    non-string or empty text (whitespace and zero-width characters alone count as empty), or is
+    longer than the model's transformer can read raises a `ConfigurationError` naming the line
+    and the key.
 
     Output: the model's outputs plus, for classifiers, `label` and `probabilities`
     (`{label: probability}`); regression models give `score`, one float.

@@ -1,6 +1,7 @@
 """
 Input the readers used to accept silently: CoNLL-2003 entity types outside the task's four, a
--DOCSTART- line inside a sentence, files that yield no instance at all and `max_instances: 0`.
+-DOCSTART- line inside a sentence, files that yield no instance at all, `max_instances: 0`, and
+texts made only of zero-width characters.
 """
 
 import copy
@@ -15,6 +16,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import DatasetReader
 
 import allennlp_tune  # noqa: F401
+from allennlp_tune.data.dataset_readers.task_reader import is_blank
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
 
 SICK_HEADER = (
@@ -224,9 +226,29 @@ def test_training_with_max_instances_zero_stops_at_the_reader(tmp_path, monkeypa
     monkeypatch.setenv("TUNE_DATA_DIR", str(FIXTURE_DATA_DIR))
     monkeypatch.setenv("TUNE_BERT_MODEL", str(FIXTURE_MODELS_DIR / "bert-uncased"))
     monkeypatch.setenv("TUNE_BERT_DIM", "16")
-    monkeypatch.setenv("TUNE_MAX_INSTANCES", "0")
+    monkeypatch.setenv("TUNE_MAX_INSTANCES", "")  # unset: the config default, all
     config = REPO_ROOT / "training_config" / "sst2_bert_ft.jsonnet"
-    argv = ["allennlp", "train", str(config), "-s", str(tmp_path / "run")]
+    # (The configs refuse TUNE_MAX_INSTANCES=0 themselves; a user's own config or an override
+    # reaches the reader.)
+    overrides = '{"dataset_reader.max_instances": 0}'
+    argv = ["allennlp", "train", str(config), "-s", str(tmp_path / "run"), "-o", overrides]
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(ConfigurationError, match=r"train\.tsv: dataset_reader\.max_instances is 0"):
         allennlp_main(prog="allennlp")
+
+
+# ---- zero-width texts --------------------------------------------------------------------------
+
+
+def test_is_blank():
+    assert is_blank("") and is_blank(" \t\u200b\u200b\ufeff\u200d ")
+    assert not is_blank("\u200ba") and not is_blank("é")
+
+
+def test_a_sentence_of_zero_width_characters_is_empty(tmp_path):
+    path = write(tmp_path, "train.tsv", "sentence\tlabel", "fine\t1", "\u200b\u200b\t0")
+    with pytest.raises(ConfigurationError) as error:
+        read_all({"type": "sst2"}, path)
+    message = str(error.value)
+    assert f"{path}, line 3: the sentence is empty" in message
+    assert "zero-width" in message

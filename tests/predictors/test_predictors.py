@@ -1,4 +1,5 @@
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -159,3 +160,61 @@ def test_allennlp_predict_and_evaluate_commands(archives, tmp_path, monkeypatch,
     main()
     metrics = json.loads(metrics_file.read_text())
     assert {"pearson", "spearman", "mse", "loss"} <= set(metrics)
+
+
+LONG_TEXT = " ".join(["a", "man", "is", "playing"] * 5000)  # 20,000 words
+
+
+def test_an_input_longer_than_the_transformer_names_its_line_and_the_fix(
+    archives, tmp_path, monkeypatch
+):
+    inputs = tmp_path / "pairs.jsonl"
+    lines = [
+        {"sentence1": "A dog runs", "sentence2": "A dog is running"},
+        {"sentence1": LONG_TEXT, "sentence2": "A man plays"},
+    ]
+    inputs.write_text("\n\n".join(json.dumps(line) for line in lines) + "\n")
+    output = tmp_path / "predictions.jsonl"
+    monkeypatch.setattr("allennlp.commands.import_plugins", lambda: None)
+    argv = ["allennlp", "predict", str(archives["joint"]), str(inputs), "--silent"]
+    monkeypatch.setattr(sys, "argv", argv + ["--output-file", str(output)])
+    with pytest.raises(ConfigurationError) as error:
+        main()
+    message = str(error.value)
+    assert message.startswith("input line 2 (blank lines not counted), {")
+    length = re.search(r"the pair, encoded jointly, is (\d+) wordpieces long", message)
+    assert length is not None and int(length.group(1)) > 20000, message
+    assert "more than the 64 positions" in message
+    # The advice works: the overrides it gives fold the long input.
+    overrides = re.search(r"--overrides '(\{.*\})'", message).group(1)
+    assert json.loads(overrides) == {
+        "dataset_reader.token_indexers.tokens.max_length": 64,
+        "model.text_field_embedder.token_embedders.tokens.max_length": 64,
+    }
+    monkeypatch.setattr(sys, "argv", argv + ["--output-file", str(output), "-o", overrides])
+    main()
+    predictions = [json.loads(line) for line in output.read_text().splitlines()]
+    assert len(predictions) == 2 and all(isinstance(p["score"], float) for p in predictions)
+
+
+def test_word_level_models_take_long_inputs(archives):
+    pairs = predictor(archives, "pair")
+    line = json.dumps({"premise": LONG_TEXT, "hypothesis": "A man plays"})
+    assert pairs.load_line(line)["premise"] == LONG_TEXT
+
+
+@pytest.mark.parametrize(
+    "name, line, message",
+    [
+        ("pair", {"premise": "\u200b\u200b", "hypothesis": "A man"}, "'premise' is empty"),
+        ("joint", {"sentence1": "A man", "sentence2": " \u200d\ufeff "}, "'sentence2' is empty"),
+        ("sentence", {"sentence": "\u2060\u200b"}, "'sentence' is empty"),
+        ("tagger", {"tokens": ["Peter", "\u200b"]}, "token 2 ('\\u200b') is not a non-empty"),
+    ],
+)
+def test_zero_width_texts_are_empty(archives, name, line, message):
+    with pytest.raises(ConfigurationError) as error:
+        predictor(archives, name).load_line(json.dumps(line))
+    assert str(error.value).startswith("input line 1 (blank lines not counted)")
+    assert message in str(error.value)
+    assert "(only whitespace and zero-width characters)" in str(error.value)

@@ -8,6 +8,7 @@ builds instances through `TaskReader.sentence_instance` or `PairTaskReader.pair_
 
 import logging
 import os
+import unicodedata
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import torch
@@ -28,6 +29,15 @@ PAIR_ENCODINGS = ("joint", "separate")
 
 class InvalidRow(Exception):
     """Raised inside a reader's row parser; `TaskReader` adds the file and line."""
+
+
+def is_blank(text: str) -> bool:
+    """
+    Whether `text` holds nothing but whitespace and invisible format characters (Unicode
+    category Cf: zero-width space, zero-width joiner, BOM, direction marks, ...), so that no
+    tokenizer finds a word in it.
+    """
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
 
 
 def check_max_instances(reader: DatasetReader, file_path: PathOrStr) -> None:
@@ -211,8 +221,12 @@ class TaskReader(DatasetReader):
 
     @staticmethod
     def text(value: str, column: str) -> str:
-        if not value.strip():
-            raise InvalidRow(f"the {column} is empty")
+        """`value`, unless it is empty or holds only whitespace and zero-width characters."""
+        if is_blank(value):
+            raise InvalidRow(
+                f"the {column} is empty"
+                + (" (only whitespace and zero-width characters)" if value else "")
+            )
         return value
 
     @staticmethod
