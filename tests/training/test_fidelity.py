@@ -172,3 +172,50 @@ def test_two_encoders_unfreeze_together_and_log_distinct_names(tmp_path):
         assert [ps[0][1].requires_grad for _, ps in embedder.layer_groups()] == [
             False, False, True, True,
         ]  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. the gap rule with an explicit metric
+# ------------------------------------------------------------------------------------------------
+class _Tracker:
+    tracked_metrics = [(1.0, "accuracy")]  # the trainer's validation_metric: "+accuracy"
+
+
+class _Trainer:
+    _metric_tracker = _Tracker()
+
+
+# Realistic epochs around max_gap 0.05: overfitting by 0.02 to 0.1, and dev better than train.
+# The gap is how far dev is worse than train: dev - train for a loss, train - dev for accuracy.
+GAPS = [
+    # (metric, training, validation, gap)
+    ("loss", 0.30, 0.40, 0.10),
+    ("loss", 0.40, 0.47, 0.07),
+    ("loss", 0.40, 0.42, 0.02),  # not yet
+    ("loss", 0.45, 0.40, -0.05),  # dev loss below train (dropout on in training)
+    ("-loss", 0.30, 0.40, 0.10),
+    ("-loss", 0.45, 0.40, -0.05),
+    ("mse", 0.20, 0.28, 0.08),
+    ("mse", 0.28, 0.20, -0.08),
+    ("accuracy", 0.90, 0.82, 0.08),
+    ("accuracy", 0.84, 0.82, 0.02),
+    ("accuracy", 0.80, 0.88, -0.08),
+    ("+accuracy", 0.90, 0.82, 0.08),
+    ("+accuracy", 0.82, 0.90, -0.08),
+]
+
+
+@pytest.mark.parametrize("metric, training, validation, gap", GAPS)
+def test_the_gap_rule_reads_an_explicit_metric_with_its_direction(
+    monkeypatch, metric, training, validation, gap
+):
+    from allennlp_tune.training.callbacks.adaptation import AdaptationCallback
+    from allennlp_tune.training.callbacks.stack_then_finetune import StackThenFinetune
+
+    monkeypatch.setattr(AdaptationCallback, "on_epoch", lambda *args, **kwargs: None)
+    callback = StackThenFinetune("", frozen_epochs=5, max_gap=0.05, metric=metric)
+    name = metric.lstrip("+-")
+    metrics = {f"training_{name}": training, f"validation_{name}": validation}
+    callback.on_epoch(_Trainer(), metrics, epoch=0)
+    assert metrics["adaptation_train_validation_gap"] == pytest.approx(gap)
+    assert (callback.groups_for_epoch(1, 4) == 4) is (gap > 0.05)

@@ -1,5 +1,5 @@
 import logging
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks import TrainerCallback
@@ -12,6 +12,8 @@ from allennlp_tune.training.callbacks.schedule_restart import (
 )
 
 logger = logging.getLogger(__name__)
+# Metric names (their last "_" part) for which lower is better, when `metric` has no sign.
+LOWER_IS_BETTER = ("loss", "mse", "mae", "rmse", "error", "perplexity")
 
 
 @TrainerCallback.register("stack_then_finetune")
@@ -51,7 +53,10 @@ class StackThenFinetune(AdaptationCallback):
         (in the metric's own units, e.g. 0.05 for 5 points of accuracy; for a metric where lower
         is better, such as loss, the sign is flipped). `None`: epochs only.
     metric : `str`, optional (default = `None`)
-        The metric for the gap; `None` uses the trainer's `validation_metric`.
+        The metric for the gap; `None` uses the trainer's `validation_metric`. Signed like
+        `validation_metric` (`"-loss"`, `"+accuracy"`); without a sign, the trainer's sign for
+        that metric if it is the validation metric, else lower-is-better for names ending in
+        `loss`, `mse`, `mae`, `rmse`, `error` or `perplexity` and higher-is-better otherwise.
     encoder_lr : `float`, optional (default = `None`)
         The top encoder group's learning rate in phase 2.
     restart_schedule : `bool`, optional (default = `True`)
@@ -144,12 +149,7 @@ class StackThenFinetune(AdaptationCallback):
                 torch_scheduler.base_lrs = [g.get("initial_lr", g["lr"]) for g in groups]
 
     def _gap(self, trainer, metrics: Dict[str, Any]) -> Optional[float]:
-        name = self._metric
-        if name is None:
-            tracked = getattr(trainer._metric_tracker, "tracked_metrics", None) or [(1, "loss")]
-            sign, name = tracked[0]
-        else:
-            sign = 1
+        sign, name = self._signed_metric(trainer)
         train, validation = metrics.get("training_" + name), metrics.get("validation_" + name)
         if train is None or validation is None:
             raise ConfigurationError(
@@ -157,6 +157,20 @@ class StackThenFinetune(AdaptationCallback):
                 f"epoch metrics; found {sorted(metrics)}. Set stack_then_finetune.metric."
             )
         return sign * (train - validation)
+
+    def _signed_metric(self, trainer) -> Tuple[int, str]:
+        """(+1 if higher is better else -1, the metric's name) for the gap."""
+        tracked = getattr(trainer._metric_tracker, "tracked_metrics", None) or [(-1, "loss")]
+        if self._metric is None:
+            return tracked[0]
+        name = self._metric
+        if name[0] in "+-":
+            return (1 if name[0] == "+" else -1), name[1:]
+        for sign, tracked_name in tracked:
+            if tracked_name == name:
+                return sign, name
+        lower_is_better = name.lower().split("_")[-1] in LOWER_IS_BETTER
+        return (-1 if lower_is_better or name.lower().endswith("loss") else 1), name
 
     def state_dict(self) -> Dict[str, Any]:
         return dict(
