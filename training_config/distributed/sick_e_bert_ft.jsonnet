@@ -15,10 +15,10 @@ local cell = import "../sick_e_bert_ft.jsonnet";
 
 cell + {
   distributed: {
-    cuda_devices: vars.number("TUNE_CUDA_DEVICES", [0, 1]),
-    num_nodes: vars.number("TUNE_NUM_NODES", 1),
+    cuda_devices: vars.integers("TUNE_CUDA_DEVICES", [0, 1], min=-1),
+    num_nodes: vars.number("TUNE_NUM_NODES", 1, integer=true, min=1),
     primary_address: vars.get("TUNE_PRIMARY_ADDRESS", "127.0.0.1"),
-    primary_port: vars.number("TUNE_PRIMARY_PORT", null),  // null: a free port, one node only
+    primary_port: vars.number("TUNE_PRIMARY_PORT", null, integer=true, min=1, max=65535),  // null: a free port, one node only
     ddp_accelerator: {type: "torch", find_unused_parameters: true},
   },
   // Each process gets its device from `cuda_devices`.
