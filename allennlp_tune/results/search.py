@@ -277,6 +277,43 @@ def storage_with_driver(storage: str) -> str:
     return storage
 
 
+STORAGE_FORMS = (
+    "an Optuna RDB URL, dialect[+driver]://user:password@host:port/database, such as "
+    "sqlite:///path/to/optuna.db or postgresql://user:password@host:5432/database "
+    "(leave --storage out for sqlite:///RESULTS_DIR/optuna.db)"
+)
+
+
+def check_storage(storage: str) -> None:
+    """
+    Fails early, naming `--storage` and the forms it takes, on a URL that Optuna's RDB storage
+    cannot use (not a URL, an unknown database, a driver that is not installed), instead of the
+    SQLAlchemy traceback `optuna.create_study` would end in.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        dialect = make_url(storage).get_dialect()
+    except NoSuchModuleError:  # (a subclass of ArgumentError)
+        scheme = storage.partition("://")[0]
+        raise ConfigurationError(
+            f"--storage {_public_url(storage)!r}: {scheme!r} is not a database SQLAlchemy knows; "
+            f"expected {STORAGE_FORMS}."
+        ) from None
+    except ArgumentError:
+        raise ConfigurationError(
+            f"--storage {storage!r} is not a database URL; expected {STORAGE_FORMS}."
+        ) from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        raise ConfigurationError(
+            f"--storage {_public_url(storage)!r}: its database driver is not installed "
+            f"({error}). Install it, or use sqlite:/// or postgresql:// (psycopg2 is installed)."
+        ) from None
+
+
 def _open_study(storage: str, study_name: str, direction: str, sampler, pruner):
     import optuna
     from sqlalchemy.exc import SQLAlchemyError
@@ -402,6 +439,7 @@ def run_search(
         results_dir.mkdir(parents=True, exist_ok=True)
         storage = f"sqlite:///{(results_dir / 'optuna.db').resolve()}"
     storage = storage_with_driver(storage)
+    check_storage(storage)
     fixed = dict(ext_vars or {})
     fixed[SEED_EXT_VAR] = str(seed)
     metric, higher_is_better = check_config(config, params, fixed, overrides)
