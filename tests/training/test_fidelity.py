@@ -10,9 +10,11 @@ import pytest
 import torch
 from allennlp.commands.train import train_model
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.common.params import evaluate_file
 from allennlp.data import Vocabulary
 from allennlp.models import Model
+from allennlp.training.callbacks import TrainerCallback
 from allennlp.training.optimizers import Optimizer
 
 import allennlp_tune
@@ -219,3 +221,64 @@ def test_the_gap_rule_reads_an_explicit_metric_with_its_direction(
     callback.on_epoch(_Trainer(), metrics, epoch=0)
     assert metrics["adaptation_train_validation_gap"] == pytest.approx(gap)
     assert (callback.groups_for_epoch(1, 4) == 4) is (gap > 0.05)
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. the head's rate in phase 2
+# ------------------------------------------------------------------------------------------------
+BATCH_RATES: List[Dict[str, float]] = []
+
+
+@TrainerCallback.register("record_rates_for_fidelity", exist_ok=True)
+class RecordRates(TrainerCallback):
+    def on_batch(self, trainer, *args, is_training=True, **kwargs):
+        if is_training:
+            groups = trainer.optimizer.param_groups
+            BATCH_RATES.append({g.get("layer_group_name", "?"): g["lr"] for g in groups})
+
+
+def toy_config(callbacks: List[Dict[str, Any]], epochs: int, scheduler=None) -> Dict[str, Any]:
+    params = two_encoder_config(callbacks + [{"type": "record_rates_for_fidelity"}], epochs)
+    params["dataset_reader"]["token_indexers"] = {"tokens": {"type": "single_id"}}
+    toy = {"type": "tune_toy_layered", "frozen": True}
+    params["model"]["text_field_embedder"]["token_embedders"] = {"tokens": toy}
+    params["model"]["seq2vec_encoder"]["embedding_dim"] = 4
+    params["trainer"]["optimizer"]["decay"] = 0.5
+    if scheduler:
+        params["trainer"]["learning_rate_scheduler"] = scheduler
+    return params
+
+
+def phase_rates(tmp_path, name: str, scheduler=None, **options) -> List[Dict[str, float]]:
+    callback = {"type": "stack_then_finetune", "frozen_epochs": 2, **options}
+    BATCH_RATES.clear()
+    train_model(Params(toy_config([callback], 4, scheduler)), str(tmp_path / name))
+    assert len(BATCH_RATES) == 12  # 3 batches x 4 epochs
+    return list(BATCH_RATES)
+
+
+@pytest.mark.parametrize(
+    "scheduler",
+    [None, {"type": "slanted_triangular", "cut_frac": 0.5, "ratio": 10}],
+    ids=["constant", "slanted_triangular"],
+)
+def test_head_lr_factor_scales_the_heads_rate_in_phase_two_only(tmp_path, scheduler):
+    same = phase_rates(tmp_path, "same", scheduler)
+    halved = phase_rates(tmp_path, "halved", scheduler, head_lr_factor=0.5, encoder_lr=2e-3)
+    for before, after in zip(same[:6], halved[:6]):  # phase 1: the same rates
+        assert after == pytest.approx(before)
+    for before, after in zip(same[6:], halved[6:]):  # phase 2: half the head's rate
+        assert after["head"] == pytest.approx(0.5 * before["head"])
+        assert after["layer_2"] == pytest.approx(2 * before["layer_2"])  # encoder_lr 2e-3
+        assert after["layer_1"] == pytest.approx(0.5 * after["layer_2"])  # ratio kept
+    if scheduler is None:
+        assert [r["head"] for r in halved] == pytest.approx([1e-2] * 6 + [5e-3] * 6)
+    log = [json.loads(line) for line in (tmp_path / "halved" / "adaptation.jsonl").open()]
+    assert log[2]["learning_rates"]["head"] < log[1]["learning_rates"]["head"]  # at the switch
+
+
+def test_head_lr_factor_needs_a_positive_value():
+    from allennlp_tune.training.callbacks.stack_then_finetune import StackThenFinetune
+
+    with pytest.raises(ConfigurationError, match="head_lr_factor is 0"):
+        StackThenFinetune("", head_lr_factor=0)

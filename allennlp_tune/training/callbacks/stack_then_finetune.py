@@ -26,11 +26,12 @@ class StackThenFinetune(AdaptationCallback):
     two are still close, before the head overfits the frozen features).
 
     Phase 2 may give the encoder its own learning rate (`encoder_lr`, the top group's rate;
-    lower groups keep their ratio to it, as the `discriminative` optimizer set them). The
-    encoder's parameters must be in the optimizer from the start, which the `discriminative`
-    optimizer ensures (use `decay: 1.0` for one rate everywhere). By default the learning-rate
-    schedule restarts at the switch, over the epochs that remain (warmup, then decay: phase 2
-    is a fine-tuning run of its own); `restart_schedule: false` lets it continue instead.
+    lower groups keep their ratio to it, as the `discriminative` optimizer set them) and lower
+    the head's (`head_lr_factor`). The encoder's parameters must be in the optimizer from the
+    start, which the `discriminative` optimizer ensures (use `decay: 1.0` for one rate
+    everywhere). By default the learning-rate schedule restarts at the switch, over the epochs
+    that remain (warmup, then decay: phase 2 is a fine-tuning run of its own);
+    `restart_schedule: false` lets it continue instead.
 
     Registered as a `TrainerCallback` with name "stack_then_finetune".
 
@@ -40,7 +41,7 @@ class StackThenFinetune(AdaptationCallback):
                       "optimizer": {"type": "adam", "lr": 1e-3}},
         "learning_rate_scheduler": {"type": "slanted_triangular", "cut_frac": 0.1},
         "callbacks": [{"type": "stack_then_finetune", "frozen_epochs": 3, "max_gap": 0.05,
-                       "encoder_lr": 2e-5}],
+                       "encoder_lr": 2e-5, "head_lr_factor": 0.5}],
     }
     ```
 
@@ -59,6 +60,11 @@ class StackThenFinetune(AdaptationCallback):
         `loss`, `mse`, `mae`, `rmse`, `error` or `perplexity` and higher-is-better otherwise.
     encoder_lr : `float`, optional (default = `None`)
         The top encoder group's learning rate in phase 2.
+    head_lr_factor : `float`, optional (default = `1.0`)
+        Multiplies the head's learning rate (every non-encoder group, the scalar mix included)
+        at the switch, so the head, trained already, moves less while the encoder fine-tunes:
+        0.5 halves it (fastai's `fine_tune`); 1.0 keeps it. With a scheduler, the scheduler
+        scales from the new rate. Needs the `discriminative` optimizer.
     restart_schedule : `bool`, optional (default = `True`)
         Restart the trainer's `learning_rate_scheduler` at the switch, stretched over the
         remaining epochs (`slanted_triangular`, `linear_with_warmup`, `polynomial_decay`,
@@ -74,6 +80,7 @@ class StackThenFinetune(AdaptationCallback):
         max_gap: Optional[float] = None,
         metric: Optional[str] = None,
         encoder_lr: Optional[float] = None,
+        head_lr_factor: float = 1.0,
         restart_schedule: bool = True,
         freeze_by: str = "auto",
     ) -> None:
@@ -84,6 +91,12 @@ class StackThenFinetune(AdaptationCallback):
         self._max_gap = max_gap
         self._metric = metric
         self._encoder_lr = encoder_lr
+        if not head_lr_factor > 0:
+            raise ConfigurationError(
+                f"stack_then_finetune.head_lr_factor is {head_lr_factor}; it must be > 0 "
+                "(1.0 keeps the head's rate, 0.5 halves it)."
+            )
+        self._head_lr_factor = head_lr_factor
         self._switch_epoch: Optional[int] = None  # first epoch of phase 2, once decided
         self._restart_schedule = restart_schedule
         self._restart_offset: Optional[int] = None  # batches before phase 2, once restarted
@@ -114,7 +127,7 @@ class StackThenFinetune(AdaptationCallback):
         super().on_epoch(trainer, metrics, epoch, is_primary=is_primary, **kwargs)
 
     def on_phase_change(self, trainer, epoch: int) -> None:
-        self._set_encoder_lr(trainer)
+        self._set_phase_two_rates(trainer)
         scheduler = getattr(trainer, "_learning_rate_scheduler", None)
         if self._restart_schedule and scheduler is not None and self._restart_offset is None:
             self._restart_offset = trainer._total_batches_completed
@@ -123,30 +136,44 @@ class StackThenFinetune(AdaptationCallback):
             logger.info("stack_then_finetune: the learning-rate schedule restarts at epoch %d "
                         "(batch %d)", epoch, self._restart_offset)  # fmt: skip
 
-    def _set_encoder_lr(self, trainer) -> None:
-        if self._encoder_lr is None:
-            return
-        encoder = [g for g in trainer.optimizer.param_groups
-                   if g.get("layer_group_name", "head").split("/")[0] != "head"]  # fmt: skip
-        if not encoder:
-            raise ConfigurationError(
-                "stack_then_finetune.encoder_lr needs the 'discriminative' optimizer, which puts "
-                "the encoder's layers in their own parameter groups."
+    def _set_phase_two_rates(self, trainer) -> None:
+        """`encoder_lr` for the top encoder group (the others keep their ratio), the head's
+        rates times `head_lr_factor`; the schedule then scales from these."""
+        groups = trainer.optimizer.param_groups
+        head = [g for g in groups if g.get("layer_group_name", "head").split("/")[0] == "head"]
+        encoder = [g for g in groups if all(g is not h for h in head)]
+        needs = [
+            option
+            for option, wanted in (
+                ("encoder_lr", self._encoder_lr is not None),
+                ("head_lr_factor", self._head_lr_factor != 1.0),
             )
-        scale = self._encoder_lr / max(group["lr"] for group in encoder)
+            if wanted
+        ]
+        if needs and not encoder:
+            raise ConfigurationError(
+                f"stack_then_finetune.{needs[0]} needs the 'discriminative' optimizer, which puts "
+                "the encoder's layers and the head in parameter groups of their own."
+            )
+        if self._encoder_lr is not None:
+            self._scale(encoder, self._encoder_lr / max(group["lr"] for group in encoder))
+        if self._head_lr_factor != 1.0:
+            self._scale(head, self._head_lr_factor)
         scheduler = getattr(trainer, "_learning_rate_scheduler", None)
-        for group in encoder:
-            group["lr"] *= scale
-            for key in ("initial_lr", "initial_learning_rate"):
-                if key in group:
-                    group[key] *= scale
-        if scheduler is not None:
-            groups = trainer.optimizer.param_groups
+        if needs and scheduler is not None:
             if hasattr(scheduler, "base_values"):
                 scheduler.base_values = [g.get("initial_lr", g["lr"]) for g in groups]
             torch_scheduler = getattr(scheduler, "lr_scheduler", None)
             if torch_scheduler is not None and hasattr(torch_scheduler, "base_lrs"):
                 torch_scheduler.base_lrs = [g.get("initial_lr", g["lr"]) for g in groups]
+
+    @staticmethod
+    def _scale(groups, scale: float) -> None:
+        for group in groups:
+            group["lr"] *= scale
+            for key in ("initial_lr", "initial_learning_rate"):
+                if key in group:
+                    group[key] *= scale
 
     def _gap(self, trainer, metrics: Dict[str, Any]) -> Optional[float]:
         sign, name = self._signed_metric(trainer)
