@@ -74,18 +74,22 @@ class JsonLinesPredictor(Predictor):
                 folded = f"{indexer}___segment_concat_mask" in lengths
                 if tensor != "token_ids" or folded or length <= limit:
                     continue
-                what = "the pair, encoded jointly," if name == "tokens" else f"{name!r}"
                 raise ConfigurationError(
-                    f"{where}: {what} is {length} wordpieces long, more than the {limit} "
-                    "positions of the model's transformer. Shorten the input to fewer "
-                    f"wordpieces, or predict with max_length (at most {limit}) set on both the "
-                    "indexer and the embedder, which folds longer inputs into segments, e.g. "
+                    f"{where}: {self.describe_field(name)} is {length} wordpieces long, more "
+                    f"than the {limit} positions of the model's transformer. Shorten it to at "
+                    f"most {limit} wordpieces, or predict with max_length (at most {limit}) set "
+                    "on both the indexer and the embedder, which folds longer inputs into "
+                    "segments, e.g. "
                     "allennlp predict ... --overrides '{"
                     f'"dataset_reader.token_indexers.{indexer}.max_length": {limit}, '
                     f'"model.text_field_embedder.token_embedders.{indexer}.max_length": {limit}'
                     "}' (validation_dataset_reader instead of dataset_reader if the archive's "
                     "config has one)."
                 )
+
+    def describe_field(self, name: str) -> str:
+        """How errors name the input text behind the instance's text field `name`."""
+        return f"the text of field {name!r}"
 
     def _position_limit(self) -> Optional[int]:
         """The fewest positions of the model's transformer embedders that do not fold inputs."""

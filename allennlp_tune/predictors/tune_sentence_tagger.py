@@ -73,6 +73,9 @@ class TuneSentenceTaggerPredictor(JsonLinesPredictor):
             self._tokenizer = SpacyRulesTokenizer()
         return [token.text for token in self._tokenizer.tokenize(sentence)]
 
+    def describe_field(self, name: str) -> str:
+        return "the sentence"
+
     def _json_to_instance(self, json_dict: JsonDict) -> Instance:
         words = self._words(json_dict, "the input")
         return self._dataset_reader.text_to_instance([Token(word) for word in words])

@@ -65,6 +65,11 @@ class TuneTextClassifierPredictor(JsonLinesPredictor):
         expected = f"{SENTENCE} (this model reads single sentences)"
         return require_texts(json_dict, (("sentence",),), where, expected)
 
+    def describe_field(self, name: str) -> str:
+        if name == "tokens":  # the joint pair's field, or the single sentence's
+            return "the pair, encoded jointly," if self._pairs else "'sentence'"
+        return f"the {name}"  # premise / hypothesis (or sentence1 / sentence2)
+
     def _json_to_instance(self, json_dict: JsonDict) -> Instance:
         return self._dataset_reader.text_to_instance(*self._texts(json_dict, "the input"))
 

@@ -33,6 +33,8 @@ def archives(tmp_path_factory):
         "regression": ("pair_classifier_words_stsb.jsonnet", ""),
         "sentence": ("pooled_classifier_words_sst2.jsonnet", ""),
         "joint": ("pooled_classifier_bert_stsb_mean.jsonnet", ""),
+        "bert_sentence": ("pooled_classifier_bert_sst2.jsonnet", ""),
+        "bert_tagger": ("tune_tagger_bert_feature_extraction.jsonnet", ""),
         "tagger": ("crf_tagger_words.jsonnet", json.dumps({"model.type": "tune_crf_tagger"})),
     }
     paths = {}
@@ -195,6 +197,28 @@ def test_an_input_longer_than_the_transformer_names_its_line_and_the_fix(
     main()
     predictions = [json.loads(line) for line in output.read_text().splitlines()]
     assert len(predictions) == 2 and all(isinstance(p["score"], float) for p in predictions)
+
+
+@pytest.mark.parametrize(
+    "name, line, what",
+    [
+        ("bert_sentence", {"sentence": LONG_TEXT}, "'sentence' is"),
+        ("bert_tagger", {"tokens": LONG_TEXT.split()}, "the sentence is"),
+        ("bert_tagger", {"sentence": LONG_TEXT}, "the sentence is"),
+    ],
+)
+def test_long_single_sentences_name_the_line(archives, name, line, what):
+    model = predictor(archives, name)
+    model.load_line(
+        json.dumps({key: "a man".split() if key == "tokens" else "a man" for key in line})
+    )
+    with pytest.raises(ConfigurationError) as error:
+        model.load_line(json.dumps(line))
+    message = str(error.value)
+    assert message.startswith("input line 2 (blank lines not counted), {")
+    assert re.search(
+        f"\\.\\.\\.: {what} 2000[0-9] wordpieces long, more than the 64 positions", message
+    ), message
 
 
 def test_word_level_models_take_long_inputs(archives):
