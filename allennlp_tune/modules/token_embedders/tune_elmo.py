@@ -20,6 +20,25 @@ from allennlp_tune.modules.token_embedders.freezable import (
 logger = logging.getLogger(__name__)
 
 
+def _fetch(path_or_url: str, parameter: str) -> str:
+    """
+    `cached_path(path_or_url)`, with an error naming the file and how to point the configs at
+    local copies when it cannot be had (offline, a wrong URL, a missing file) instead of the
+    bare `requests.ConnectionError` or `FileNotFoundError` of `cached_path`.
+    """
+    try:
+        return cached_path(path_or_url)
+    except OSError as error:  # requests' errors are OSErrors too
+        variable = "TUNE_ELMO_OPTIONS" if parameter == "options_file" else "TUNE_ELMO_WEIGHTS"
+        raise ConfigurationError(
+            f"tune_elmo could not read its {parameter} {path_or_url} "
+            f"({type(error).__name__}: {error}). If this machine has no network, download the "
+            "ELMo options and weight files where there is one and set TUNE_ELMO_OPTIONS and "
+            f"TUNE_ELMO_WEIGHTS to their local paths (here {variable}; the training configs "
+            f"read both), or set tune_elmo's {parameter} in your own config."
+        ) from error
+
+
 @TokenEmbedder.register("tune_elmo")
 class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
     """
@@ -104,7 +123,8 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
                 "states a sentence's features depend on the batches before it, so they cannot "
                 "be cached. Remove feature_cache or set stateful: false."
             )
-        with open(cached_path(options_file)) as options:
+        options_path = _fetch(options_file, "options_file")
+        with open(options_path) as options:
             self._options = json.load(options)
         # The char-CNN layer, then one per biLSTM layer (checked before loading any weight).
         num_layers = self._options["lstm"]["n_layers"] + 1
@@ -113,7 +133,9 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
         self._dropout = torch.nn.Dropout(p=dropout)
         self._selection = f"elmo|layers={self._layers}"
 
-        self._elmo_bilm = _ElmoBiLm(options_file, weight_file, requires_grad=False)
+        # Local copies, so that a failed download is reported here, naming what to set.
+        weight_path = _fetch(weight_file, "weight_file")
+        self._elmo_bilm = _ElmoBiLm(options_path, weight_path, requires_grad=False)
         self._stateful = stateful
         self._elmo_bilm._elmo_lstm.stateful = stateful
         self.output_dim = self._elmo_bilm.get_output_dim()
