@@ -99,3 +99,18 @@ def test_allennlp_train_stops_on_a_zero_batch_size_naming_it(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match=r"TUNE_BATCH_SIZE is '0'; expected an integer >= 1"):
         allennlp_main(prog="allennlp")
     assert not out.exists()
+
+
+def test_tune_grid_records_which_variable_was_bad(tmp_path):
+    """A grid run that fails on a bad --ext-var says so in tune_run.json and the report."""
+    from allennlp_tune.results.grid import run_grid
+
+    ext_vars = {"TUNE_DATA_DIR": str(FIXTURE_DATA_DIR), "TUNE_EPOCHS": "0"}
+    config = CONFIG_DIR / "sick_e_bert_fe.jsonnet"
+    result = run_grid([config], [1], tmp_path, ext_vars=ext_vars, progress=False)
+    [failed] = result.failed
+    info = json.loads((failed / "tune_run.json").read_text())
+    assert info["error"] == (
+        "exit code 1: RuntimeError: RUNTIME ERROR: TUNE_EPOCHS is '0'; expected an integer "
+        ">= 1 (unset it for the config's default)"
+    )

@@ -52,6 +52,7 @@ import glob
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -243,13 +244,20 @@ def train_subprocess(command: List[str], environment: Dict[str, str], log_path: 
             raise
 
 
+# The line of a traceback that says what went wrong: `ConfigurationError: ...`, `RuntimeError:
+# RUNTIME ERROR: ...` (a Jsonnet error, whose message ends in Jsonnet's own stack lines).
+_ERROR_LINE = re.compile(r"^([\w.]*(Error|Exception|Interrupt)|RUNTIME ERROR)\b:")
+
+
 def _last_line(log_path: Path) -> str:
+    """The log's last error line, else its last line (for a failed run's `error`)."""
     try:
         with open(log_path, encoding="utf-8", errors="replace") as log:
             lines = [line.strip() for line in log.readlines()[-200:] if line.strip()]
     except OSError:
         return ""
-    return lines[-1][:300] if lines else ""
+    errors = [line for line in lines if _ERROR_LINE.match(line)]
+    return (errors or lines or [""])[-1][:300]
 
 
 def _is_alive(pid: object) -> bool:
