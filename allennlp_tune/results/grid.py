@@ -2,11 +2,12 @@
 tune-grid: train configs x seeds into one results directory, resumably.
 
 Every run is `allennlp train CONFIG -s DIR/<config_stem>/seed_<k> --include-package
-allennlp_tune` in a subprocess whose environment is tune-grid's own plus `TUNE_SEED=<k>` and each
-`--ext-var KEY=VALUE` (AllenNLP reads environment variables as Jsonnet ext vars; `allennlp train`
-has no flag for them). So `source best_params.env` before tune-grid passes tune-search's best
-hyperparameters on. Runs go seed by seed (every config with seed 1 first), so an interrupted
-grid already has one seed of every cell.
+allennlp_tune` (started through `train_child`, see below) in a subprocess whose environment is
+tune-grid's own plus `TUNE_SEED=<k>` and each `--ext-var KEY=VALUE` (AllenNLP reads environment
+variables as Jsonnet ext vars; `allennlp train` has no flag for them). So `source
+best_params.env` before tune-grid passes tune-search's best hyperparameters on. Runs go seed by
+seed (every config with seed 1 first), so an interrupted grid already has one seed of every
+cell.
 
 Resuming, after a crash, a kill or Ctrl-C:
 
@@ -339,7 +340,8 @@ class _ResultsDirLock:
         return (
             f"{self.path.parent} is in use: {self.path} is locked by a live process{held_by}. "
             "Another tune-grid runs there, or the training child of a killed one still writes "
-            "into it. Wait for it to finish or stop it (kill PID), then run this command again."
+            f"into it (`fuser -v {self.path}` lists every process holding it). Wait for it "
+            "to finish or stop it (kill PID), then run this command again."
         )
 
 
