@@ -12,6 +12,9 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["allennlp_tune", "allennlp_tune.*"]),
+    # The Jsonnet library of the training configs (`cell(task, encoder, mode)`) and the shipped
+    # task files: `tune-compare` imports them from the installed package.
+    package_data={"allennlp_tune": ["configs/*.libsonnet", "configs/tasks/*.jsonnet"]},
     python_requires=">=3.8",
     install_requires=[
         "allennlp==2.10.1",

@@ -1,2 +1,2 @@
 // Table 5 ablation: ELMo feature extraction + CRF, without the BiLSTM.
-(import "common/experiment.libsonnet").cell("conll2003", "elmo", "fe", {bilstm: false})
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("conll2003", "elmo", "fe", {bilstm: false})

@@ -1,3 +1,3 @@
 // CoNLL-2003 NER (span F1), fine-tuning.
 // ELMo fine-tuned; CRF on the LSTM states; discriminative rates (0.4x), slanted triangular, gradual unfreezing.
-(import "common/experiment.libsonnet").cell("conll2003", "elmo", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("conll2003", "elmo", "ft")

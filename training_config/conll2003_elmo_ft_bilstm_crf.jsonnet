@@ -1,2 +1,2 @@
 // Table 5 ablation: ELMo fine-tuning + BiLSTM + CRF, with gradual unfreezing.
-(import "common/experiment.libsonnet").cell("conll2003", "elmo", "ft", {bilstm: true})
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("conll2003", "elmo", "ft", {bilstm: true})

@@ -1,2 +1,2 @@
 // Table 5 ablation: ELMo fine-tuning + CRF, without gradual unfreezing.
-(import "common/experiment.libsonnet").cell("conll2003", "elmo", "ft", {gradual_unfreezing: false})
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("conll2003", "elmo", "ft", {gradual_unfreezing: false})

@@ -1,3 +1,3 @@
 // MultiNLI (matched accuracy), feature extraction.
 // BERT-base frozen, all layers mixed, the pair encoded jointly; ESIM on top.
-(import "common/experiment.libsonnet").cell("mnli", "bert", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mnli", "bert", "fe")

@@ -1,3 +1,3 @@
 // MultiNLI (matched accuracy), stack-then-finetune.
 // BERT-base: the fine-tuning head trained on the frozen encoder first, then everything fine-tuned.
-(import "common/experiment.libsonnet").cell("mnli", "bert", "sf")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mnli", "bert", "sf")

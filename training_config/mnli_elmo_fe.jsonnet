@@ -1,3 +1,3 @@
 // MultiNLI (matched accuracy), feature extraction.
 // ELMo frozen, all layers mixed, each sentence encoded on its own; ESIM on top.
-(import "common/experiment.libsonnet").cell("mnli", "elmo", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mnli", "elmo", "fe")

@@ -1,3 +1,3 @@
 // MultiNLI (matched accuracy), fine-tuning.
 // ELMo fine-tuned; bi-attention + enhanced pooling + softmax; discriminative rates (0.4x), slanted triangular.
-(import "common/experiment.libsonnet").cell("mnli", "elmo", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mnli", "elmo", "ft")

@@ -1,3 +1,3 @@
 // MRPC paraphrase (accuracy, F1), fine-tuning.
 // BERT-base fine-tuned; [CLS] + softmax (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay.
-(import "common/experiment.libsonnet").cell("mrpc", "bert", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mrpc", "bert", "ft")

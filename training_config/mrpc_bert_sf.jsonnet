@@ -1,3 +1,3 @@
 // MRPC paraphrase (accuracy, F1), stack-then-finetune.
 // BERT-base: the fine-tuning head trained on the frozen encoder first, then everything fine-tuned.
-(import "common/experiment.libsonnet").cell("mrpc", "bert", "sf")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mrpc", "bert", "sf")

@@ -1,3 +1,3 @@
 // MRPC paraphrase (accuracy, F1), feature extraction.
 // ELMo frozen, all layers mixed, each sentence encoded on its own; ESIM on top.
-(import "common/experiment.libsonnet").cell("mrpc", "elmo", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("mrpc", "elmo", "fe")

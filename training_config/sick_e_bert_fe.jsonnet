@@ -1,3 +1,3 @@
 // SICK-E entailment (accuracy), feature extraction.
 // BERT-base frozen, all layers mixed, the pair encoded jointly; ESIM on top.
-(import "common/experiment.libsonnet").cell("sick_e", "bert", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_e", "bert", "fe")

@@ -1,3 +1,3 @@
 // SICK-E entailment (accuracy), fine-tuning.
 // BERT-base fine-tuned; [CLS] + softmax (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay.
-(import "common/experiment.libsonnet").cell("sick_e", "bert", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_e", "bert", "ft")

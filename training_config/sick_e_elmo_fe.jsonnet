@@ -1,3 +1,3 @@
 // SICK-E entailment (accuracy), feature extraction.
 // ELMo frozen, all layers mixed, each sentence encoded on its own; ESIM on top.
-(import "common/experiment.libsonnet").cell("sick_e", "elmo", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_e", "elmo", "fe")

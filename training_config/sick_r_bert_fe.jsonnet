@@ -1,3 +1,3 @@
 // SICK-R relatedness (Pearson), feature extraction.
 // BERT-base frozen, all layers mixed, the pair encoded jointly; ESIM (regression) on top.
-(import "common/experiment.libsonnet").cell("sick_r", "bert", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_r", "bert", "fe")

@@ -1,3 +1,3 @@
 // SICK-R relatedness (Pearson), stack-then-finetune.
 // BERT-base: the fine-tuning head trained on the frozen encoder first, then everything fine-tuned.
-(import "common/experiment.libsonnet").cell("sick_r", "bert", "sf")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_r", "bert", "sf")

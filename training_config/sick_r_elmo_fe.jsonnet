@@ -1,3 +1,3 @@
 // SICK-R relatedness (Pearson), feature extraction.
 // ELMo frozen, all layers mixed, each sentence encoded on its own; ESIM (regression) on top.
-(import "common/experiment.libsonnet").cell("sick_r", "elmo", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_r", "elmo", "fe")

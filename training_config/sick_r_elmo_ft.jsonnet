@@ -1,3 +1,3 @@
 // SICK-R relatedness (Pearson), fine-tuning.
 // ELMo fine-tuned; bi-attention + enhanced pooling + regression; discriminative rates (0.4x), slanted triangular.
-(import "common/experiment.libsonnet").cell("sick_r", "elmo", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_r", "elmo", "ft")

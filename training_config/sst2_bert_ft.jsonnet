@@ -1,3 +1,3 @@
 // SST-2 sentiment (accuracy), fine-tuning.
 // BERT-base fine-tuned; [CLS] + softmax (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay.
-(import "common/experiment.libsonnet").cell("sst2", "bert", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sst2", "bert", "ft")

@@ -1,3 +1,3 @@
 // SST-2 sentiment (accuracy), stack-then-finetune.
 // BERT-base: the fine-tuning head trained on the frozen encoder first, then everything fine-tuned.
-(import "common/experiment.libsonnet").cell("sst2", "bert", "sf")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sst2", "bert", "sf")

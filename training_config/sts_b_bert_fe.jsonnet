@@ -1,3 +1,3 @@
 // STS-B similarity (Pearson), feature extraction.
 // BERT-base frozen, all layers mixed, the pair encoded jointly; ESIM (regression) on top.
-(import "common/experiment.libsonnet").cell("sts_b", "bert", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sts_b", "bert", "fe")

@@ -1,3 +1,3 @@
 // STS-B similarity (Pearson), fine-tuning.
 // BERT-base fine-tuned; [CLS] + linear regression (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay.
-(import "common/experiment.libsonnet").cell("sts_b", "bert", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sts_b", "bert", "ft")

@@ -1,3 +1,3 @@
 // STS-B similarity (Pearson), stack-then-finetune.
 // BERT-base: the fine-tuning head trained on the frozen encoder first, then everything fine-tuned.
-(import "common/experiment.libsonnet").cell("sts_b", "bert", "sf")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sts_b", "bert", "sf")

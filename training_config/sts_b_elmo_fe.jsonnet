@@ -1,3 +1,3 @@
 // STS-B similarity (Pearson), feature extraction.
 // ELMo frozen, all layers mixed, each sentence encoded on its own; ESIM (regression) on top.
-(import "common/experiment.libsonnet").cell("sts_b", "elmo", "fe")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sts_b", "elmo", "fe")

@@ -1,3 +1,3 @@
 // STS-B similarity (Pearson), fine-tuning.
 // ELMo fine-tuned; bi-attention + enhanced pooling + regression; discriminative rates (0.4x), slanted triangular.
-(import "common/experiment.libsonnet").cell("sts_b", "elmo", "ft")
+(import "../allennlp_tune/configs/experiment.libsonnet").cell("sts_b", "elmo", "ft")

@@ -10,7 +10,7 @@
 //
 // TUNE_BATCH_SIZE is per process. Frozen encoder groups get no gradient, so DDP must be told
 // to expect unused parameters; allennlp-tune's callbacks freeze by masking under DDP.
-local vars = import "../common/vars.libsonnet";
+local vars = import "../../allennlp_tune/configs/vars.libsonnet";
 local cell = import "../sick_e_bert_ft.jsonnet";
 
 cell + {
