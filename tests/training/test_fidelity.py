@@ -2,8 +2,10 @@
 frozen layers, several encoders in one model, the gap rule's sign, the head's rate in phase 2."""
 
 import copy
+import importlib
 import json
 import os
+from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
@@ -282,3 +284,139 @@ def test_head_lr_factor_needs_a_positive_value():
 
     with pytest.raises(ConfigurationError, match="head_lr_factor is 0"):
         StackThenFinetune("", head_lr_factor=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. freezing by masking: eval mode, gradient accumulation, distributed stack-then-finetune
+# ------------------------------------------------------------------------------------------------
+def bert_sst2_config(callbacks, epochs: int, embedder: Dict[str, Any]) -> Dict[str, Any]:
+    indexer = {"type": "pretrained_transformer", "model_name": BERT}
+    return {
+        "dataset_reader": {
+            "type": "sst2",
+            "tokenizer": {"type": "pretrained_transformer", "model_name": BERT},
+            "token_indexers": {"tokens": indexer},
+        },
+        "train_data_path": str(FIXTURE_DATA_DIR / "sst-2" / "train.tsv"),
+        "validation_data_path": str(FIXTURE_DATA_DIR / "sst-2" / "dev.tsv"),
+        "model": {
+            "type": "basic_classifier",
+            "text_field_embedder": {"token_embedders": {"tokens": embedder}},
+            "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 16},
+            "dropout": 0.1,
+        },
+        "data_loader": {"batch_size": 4},
+        "validation_data_loader": {"batch_size": 4},
+        "random_seed": 5,
+        "numpy_seed": 5,
+        "pytorch_seed": 5,
+        "trainer": {
+            "num_epochs": epochs,
+            "optimizer": {
+                "type": "discriminative",
+                "decay": 1.0,
+                "head_lr": 1e-2,
+                "optimizer": {"type": "adamw", "lr": 1e-3},
+            },
+            "callbacks": callbacks + [{"type": "record_encoder_modes"}],
+            "cuda_device": -1,
+        },
+    }
+
+
+def encoder_modes(run_dir, rank: int = 0) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / f"encoder_modes_{rank}.jsonl").open()]
+
+
+def use_fidelity_callbacks(monkeypatch) -> None:
+    """Registers record_encoder_modes here and in any worker started from now on (spawned
+    workers get this sys.path)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    importlib.import_module("fidelity_callbacks")
+
+
+def test_masking_keeps_frozen_groups_in_eval_mode_like_requires_grad(tmp_path, monkeypatch):
+    use_fidelity_callbacks(monkeypatch)
+
+    runs = {}
+    for freeze_by in ("requires_grad", "masking"):
+        callback = {"type": "gradual_unfreezing", "start_groups": 1, "freeze_by": freeze_by}
+        embedder = bert_embedder("fine_tuning" if freeze_by == "masking" else "feature_extraction")
+        train_model(Params(bert_sst2_config([callback], 2, embedder)), str(tmp_path / freeze_by))
+        runs[freeze_by] = encoder_modes(tmp_path / freeze_by)
+    masking = runs["masking"]
+    assert masking == runs["requires_grad"]
+    top = bert_embedder_groups()[-1]
+    for record in masking:  # epoch 0: the top group trains; epoch 1: the top two
+        trains = bert_embedder_groups()[-1 - record["epoch"] :]
+        for group, flags in record["training"].items():
+            assert flags == [group in trains], (record["epoch"], group)
+        assert record["graded"] == trains
+    assert top in masking[0]["training"] and "embeddings" in masking[0]["training"]
+
+
+def bert_embedder_groups() -> List[str]:
+    model = build_model({"tokens": bert_embedder()})
+    return model._text_field_embedder._token_embedders["tokens"].layer_group_names()
+
+
+def test_masking_under_gradient_accumulation_trains_like_requires_grad(tmp_path):
+    models = {}
+    for freeze_by in ("requires_grad", "masking"):
+        callback = {"type": "gradual_unfreezing", "freeze_by": freeze_by}
+        params = toy_config([callback], 3)
+        toy = params["model"]["text_field_embedder"]["token_embedders"]["tokens"]
+        toy["frozen"] = freeze_by == "requires_grad"
+        params["data_loader"] = {"batch_size": 2}  # 6 batches: 3 steps of 2 an epoch
+        params["trainer"]["num_gradient_accumulation_steps"] = 2
+        # plain SGD: the step is proportional to the gradient, so a wrong scale shows
+        params["trainer"]["optimizer"]["optimizer"] = {"type": "sgd", "lr": 0.5}
+        models[freeze_by] = train_model(Params(params), str(tmp_path / freeze_by))
+    reference = dict(models["requires_grad"].named_parameters())
+    changed = 0
+    for name, param in models["masking"].named_parameters():
+        assert torch.allclose(param, reference[name], atol=1e-6), name
+        changed += "layers.2" in name  # the top layer trained in epochs 1 and 2
+    assert changed == 2
+
+
+def distinct(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [r for i, r in enumerate(records) if r not in records[:i]]
+
+
+def test_distributed_stack_then_finetune_from_a_frozen_cached_start(tmp_path, monkeypatch):
+    use_fidelity_callbacks(monkeypatch)
+    embedder = dict(bert_embedder("feature_extraction"), feature_cache={})
+    params = bert_sst2_config([{"type": "stack_then_finetune", "frozen_epochs": 1}], 2, embedder)
+    train_model(Params(copy.deepcopy(params)), str(tmp_path / "single"))
+    distributed = copy.deepcopy(params)
+    distributed["distributed"] = {
+        "cuda_devices": [-1, -1],
+        "ddp_accelerator": {"type": "tune_torch"},
+    }
+    train_model(Params(distributed), str(tmp_path / "ddp"), include_package=["fidelity_callbacks"])
+
+    logs = {run: [json.loads(line) for line in (tmp_path / run / "adaptation.jsonl").open()]
+            for run in ("single", "ddp")}  # fmt: skip
+    assert [r["trainable_groups"] for r in logs["ddp"]] == [0, 5, 5]
+    assert [r["trainable_group_names"] for r in logs["ddp"]] == [
+        r["trainable_group_names"] for r in logs["single"]
+    ]
+    assert {r["freeze_by"] for r in logs["ddp"]} == {"masking"}
+    # Phase 1 in eval mode, without gradients, from the cache; phase 2 trains every group.
+    expected = distinct(encoder_modes(tmp_path / "single"))
+    assert [r["frozen"] for r in expected] == [True, False]
+    assert expected[0]["graded"] == [] and len(expected[1]["graded"]) == 5
+    assert all(flags == [False] for flags in expected[0]["training"].values())
+    assert all(flags == [True] for flags in expected[1]["training"].values())
+    for rank in (0, 1):
+        assert distinct(encoder_modes(tmp_path / "ddp", rank)) == expected, rank
+    assert any((tmp_path / "ddp" / "feature_cache").rglob("*")), "phase 1 used the cache"
+    # The encoder trained in phase 2: the primary's weights after the last epoch.
+    (last,) = (tmp_path / "ddp").glob("model_state_e2_*.th")  # 2 epochs completed
+    trained = torch.load(last, map_location="cpu")
+    pretrained = dict(build_model({"tokens": bert_embedder()}).named_parameters())
+    encoder = [n for n in pretrained if ".transformer_model." in n]
+    assert len(encoder) > 20
+    unchanged = [n for n in encoder if torch.equal(pretrained[n], trained[n])]
+    assert unchanged == [n for n in encoder if ".pooler." in n], unchanged  # the pooler is unused

@@ -291,11 +291,25 @@ class FreezableEncoderMixin:
         self._trainable = set(groups)
         self._apply_trainable()
 
+    def freeze_by_masking(self, enabled: bool = True) -> None:
+        """
+        Distributed training: from now on every encoder weight keeps `requires_grad=True`,
+        whatever the trainable set (DDP only synchronises the parameters that require gradients
+        when it wraps the model, and breaks when that changes later), and a training callback
+        discards the frozen groups' gradients instead. Everything else about a frozen group is
+        as usual: eval mode (no dropout), and while no group trains, `torch.no_grad()` and the
+        feature cache. Called by the `tune_torch` DDP accelerator before it wraps the model, and
+        by the adaptation callbacks when they freeze by masking.
+        """
+        self._masking = enabled
+        self._apply_trainable()
+
     def _apply_trainable(self) -> None:
         parameters = dict(self.named_parameters())  # type: ignore[attr-defined]
+        masking = getattr(self, "_masking", False)
         for group, names in enumerate(self._group_parameter_names):
             for name in names:
-                parameters[name].requires_grad_(group in self._trainable)
+                parameters[name].requires_grad_(masking or group in self._trainable)
         self._apply_modes()
 
     def _apply_modes(self) -> None:

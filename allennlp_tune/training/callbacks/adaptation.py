@@ -10,12 +10,17 @@ its state in the trainer checkpoint so `allennlp train --recover` resumes with t
 How a group is frozen (`freeze_by`):
 - `"requires_grad"`: the embedder's own `freeze()` / `unfreeze(k)`: frozen layers build no
   autograd graph and run in eval mode. Fast; the default in single-process training.
-- `"masking"`: every parameter keeps `requires_grad`, and after each backward pass the gradients
-  of frozen groups are set to `None`, so the optimizer neither updates them nor touches their
-  state (the effect of a zero learning rate, without fighting the schedulers over `lr`). This is
-  what distributed training needs: toggling `requires_grad` after DDP has wrapped the model
-  breaks gradient synchronisation (AllenNLP #5088). The embedder must then start in
-  `mode: "fine_tuning"`. The default under distributed training.
+- `"masking"`: every parameter keeps `requires_grad`, and once a batch's backward passes are
+  done (all accumulated micro-batches), before the gradient norm is measured and clipped, the
+  gradients of frozen groups are set to `None`, so the optimizer neither updates them nor
+  touches their state (the effect of a zero learning rate, without fighting the schedulers over
+  `lr`). Frozen groups still run in eval mode, and while the whole encoder is frozen it runs
+  without autograd and from the feature cache, as with `"requires_grad"`. This is what
+  distributed training needs: toggling `requires_grad` after DDP has wrapped the model breaks
+  gradient synchronisation (AllenNLP #5088). So every encoder parameter must require gradients
+  when training starts: an embedder in `mode: "fine_tuning"`, or, for one that starts frozen
+  (stack-then-finetune), the `tune_torch` DDP accelerator, which prepares it before wrapping.
+  The default under distributed training.
 """
 
 import json
@@ -78,10 +83,16 @@ class AdaptationCallback(TrainerCallback):
             for provider in self._providers:
                 if any(not p.requires_grad for _, ps in named_groups(provider) for p in ps):
                     raise ConfigurationError(
-                        "With freeze_by 'masking' (the default under distributed training) the "
-                        "embedder must start with every encoder parameter trainable: set its "
-                        "mode to 'fine_tuning'; the callback does the freezing."
+                        "With freeze_by 'masking' (the default under distributed training) "
+                        "every encoder parameter must require gradients when training starts, "
+                        "but this embedder starts frozen. Under distributed training use "
+                        'ddp_accelerator: {"type": "tune_torch"} in the distributed block '
+                        "(it keeps frozen embedders ready for masking before DDP wraps the "
+                        "model); otherwise set its mode to 'fine_tuning'."
                     )
+                if callable(getattr(provider, "freeze_by_masking", None)):
+                    provider.freeze_by_masking()  # frozen groups in eval mode, cache when frozen
+            self._mask_before_rescaling(trainer)
         in_optimizer = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
         missing = [
             name
@@ -117,18 +128,30 @@ class AdaptationCallback(TrainerCallback):
             self.on_phase_change(trainer, epoch + 1)
         self._log(trainer, epoch + 1)
 
-    def on_backward(self, trainer, batch_outputs: Dict[str, Any], backward_called: bool, **kw):
-        if not self._masking or backward_called:
-            return False
-        loss = batch_outputs["loss"]
-        scaler = getattr(trainer, "_scaler", None)
-        (scaler.scale(loss) if scaler is not None else loss).backward()
+    def _mask_before_rescaling(self, trainer) -> None:
+        """
+        Discards the frozen groups' gradients once the batch's backward passes are all done
+        (every accumulated micro-batch, AllenNLP's own loss scaling and mixed precision), right
+        before the trainer measures and clips the gradient norm and steps the optimizer: the
+        trainer's `rescale_gradients()` is the first thing it calls then.
+        """
+        rescale = trainer.rescale_gradients
+        if getattr(rescale, "_masks_for", None) is self:
+            return
+
+        def mask_then_rescale():
+            self._mask_frozen_gradients()
+            return rescale()
+
+        mask_then_rescale._masks_for = self  # type: ignore[attr-defined]
+        trainer.rescale_gradients = mask_then_rescale
+
+    def _mask_frozen_gradients(self) -> None:
         for provider in self._providers:
             groups = named_groups(provider)
             for _, params in groups[: len(groups) - self._trainable]:
                 for param in params:
                     param.grad = None
-        return True
 
     def state_dict(self) -> Dict[str, Any]:
         return {"trainable": self._trainable, "epoch": self._epoch}
@@ -145,8 +168,10 @@ class AdaptationCallback(TrainerCallback):
         num_groups = self.num_groups()
         trainable = max(0, min(num_groups, self.groups_for_epoch(epoch, num_groups)))
         self._trainable, self._epoch = trainable, epoch
-        if not self._masking:
-            for provider in self._providers:
+        for provider in self._providers:
+            # Under masking only a provider that freezes by masking may change its state:
+            # toggling requires_grad under DDP breaks gradient synchronisation.
+            if not self._masking or callable(getattr(provider, "freeze_by_masking", None)):
                 provider.freeze()
                 if trainable:
                     provider.unfreeze(trainable)
