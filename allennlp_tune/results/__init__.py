@@ -19,9 +19,13 @@ PNG), `grid` (configs x seeds), `search` (Optuna, and the `optuna_pruning` train
 `cli` (the subcommands' arguments).
 """
 
+from allennlp_tune.results.grid import refuse_foreign_checkpoints
 from allennlp_tune.results.report import build_report, render_markdown, report_from_dirs
 from allennlp_tune.results.runs import load_runs
 from allennlp_tune.results.search import OptunaPruningCallback
+
+# In a tune-grid run (TUNE_GRID_FRESH_RUN=1) a trainer resumes from no checkpoint it did not write.
+refuse_foreign_checkpoints()
 
 __all__ = [
     "OptunaPruningCallback",

@@ -2,7 +2,7 @@
 tune-grid: train configs x seeds into one results directory, resumably.
 
 Every run is `allennlp train CONFIG -s DIR/<config_stem>/seed_<k> --include-package
-allennlp_tune` (started through `train_child`, see below) in a subprocess whose environment is
+allennlp_tune` in a subprocess whose environment is
 tune-grid's own plus `TUNE_SEED=<k>` and each `--ext-var KEY=VALUE` (AllenNLP reads environment
 variables as Jsonnet ext vars; `allennlp train` has no flag for them). So `source
 best_params.env` before tune-grid passes tune-search's best hyperparameters on. Runs go seed by
@@ -43,7 +43,8 @@ SIGTERM stop the training child too; on Linux the child also gets SIGKILL when t
 any other way (`kill -9`, a crash), so no orphan keeps writing checkpoints by path into the
 directory the next grid trains in. And since every grid run starts fresh, its trainer refuses
 to restore any checkpoint it finds when it starts (it has written none yet: a checkpoint there
-came from another process).
+came from another process; `refuse_foreign_checkpoints`, which the plugin applies in a
+process started with `TUNE_GRID_FRESH_RUN=1`).
 """
 
 import ctypes
@@ -62,7 +63,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from allennlp.common.checks import ConfigurationError
 
@@ -91,8 +92,9 @@ LOCK_NAME = ".tune_grid.lock"
 # The inherited descriptor of the lock, in the environment of a training child (as systemd's
 # LISTEN_FDS names passed sockets): `train_subprocess` keeps it open in the child.
 LOCK_FD_ENV = "TUNE_GRID_LOCK_FD"
-# The training child: `allennlp train` that refuses checkpoints it did not write (`train_child`).
-_CHILD_CODE = "from allennlp_tune.results.grid import train_child; train_child()"
+# Set for a grid's training child: the plugin then makes its trainer, in every process of the
+# run, refuse checkpoints it did not write (`refuse_foreign_checkpoints`).
+FRESH_RUN_ENV = "TUNE_GRID_FRESH_RUN"
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 # runner(command, environment, log_path) -> exit code. Tests replace `train_subprocess`.
@@ -143,8 +145,7 @@ def parse_ext_vars(assignments: Iterable[str]) -> Dict[str, str]:
 
 
 def train_command(config: Path, run_dir: Path, overrides: Optional[str] = None) -> List[str]:
-    """`allennlp train` for one run, started through `train_child` (same arguments)."""
-    command = [sys.executable, "-c", _CHILD_CODE, "train", str(config.resolve())]
+    command = [sys.executable, "-m", "allennlp", "train", str(config.resolve())]
     command += ["-s", str(run_dir), "--include-package", "allennlp_tune"]
     command += ["--file-friendly-logging"]
     if overrides:
@@ -169,7 +170,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 def _refuse_foreign_checkpoint(checkpointer) -> None:
     """
-    Replaces `Checkpointer.load_checkpoint` in a grid's training child. A grid run starts fresh
+    Replaces `Checkpointer.load_checkpoint` in a grid's training run. A grid run starts fresh
     (no `--recover`), and the trainer loads a checkpoint only when it starts, before it has
     saved one: so any checkpoint found then was written by another process (the orphan of a
     killed grid writing by path into this directory, say), and resuming from it would silently
@@ -186,14 +187,16 @@ def _refuse_foreign_checkpoint(checkpointer) -> None:
     return None
 
 
-def train_child() -> None:
-    """`allennlp train` with `sys.argv[1:]`, as a grid's training child (see `train_command`)."""
-    from allennlp.commands import main
-    from allennlp.training.checkpointer import Checkpointer
+def refuse_foreign_checkpoints(environ: Mapping[str, str] = os.environ) -> None:
+    """
+    Makes every trainer of this process refuse checkpoints it did not write when `environ` says
+    this is a grid's training run (`FRESH_RUN_ENV`). Called when the plugin is imported, so it
+    holds in each process of a distributed run too (their workers import the plugin afresh).
+    """
+    if environ.get(FRESH_RUN_ENV) == "1":
+        from allennlp.training.checkpointer import Checkpointer
 
-    Checkpointer.load_checkpoint = _refuse_foreign_checkpoint  # this process only
-    sys.argv = ["allennlp", *sys.argv[1:]]
-    main(prog="allennlp")
+        Checkpointer.load_checkpoint = _refuse_foreign_checkpoint
 
 
 def _die_with_this_process() -> Optional[Callable[[], None]]:
@@ -441,6 +444,7 @@ def run_grid(
                 if shared_cache is not None:
                     environment[CACHE_DIR_ENV] = str(shared_cache)
                 environment[LOCK_FD_ENV] = str(lock.fd)
+                environment[FRESH_RUN_ENV] = "1"
                 command = train_command(config, run_dir, overrides)
                 name, _ = parse_run_name(stem)
                 info = {

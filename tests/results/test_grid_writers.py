@@ -167,13 +167,46 @@ def test_the_grid_cli_names_the_lock_holder(tmp_path, tiny_config, capsys):
         holder.wait()
 
 
-def test_a_grid_run_does_not_restore_a_checkpoint_it_did_not_write(tmp_path, monkeypatch):
-    """What `train_child` installs: a fresh run's trainer finds no checkpoint, or refuses."""
-    monkeypatch.setattr(Checkpointer, "load_checkpoint", grid._refuse_foreign_checkpoint)
-    checkpointer = Checkpointer(tmp_path)
-    assert checkpointer.load_checkpoint() is None
-    for name in ("model_state_e3_b0.th", "training_state_e3_b0.th"):
-        (tmp_path / name).write_bytes(b"not ours")
-    with pytest.raises(ConfigurationError, match="model_state_e3_b0.th.*another process"):
-        checkpointer.load_checkpoint()
-    assert "train_child()" in grid.train_command(Path("c.jsonnet"), tmp_path)[2]
+def test_a_grid_run_does_not_restore_a_checkpoint_it_did_not_write(
+    tmp_path, monkeypatch, tiny_config, tiny_ext_vars
+):
+    """
+    A real trainer in a process started as a grid run (TUNE_GRID_FRESH_RUN=1, which the plugin
+    reads when imported) refuses the checkpoints in its directory. `--recover` here stands for
+    a checkpoint that another process wrote into a fresh run's directory.
+    """
+    from allennlp.commands import main as allennlp_main
+
+    for key, value in {**tiny_ext_vars, "TUNE_SEED": "1", "TUNE_EPOCHS": "1"}.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "out"
+    argv = ["allennlp", "train", str(tiny_config), "-s", str(out), "--include-package"]
+    monkeypatch.setattr(sys, "argv", [*argv, "allennlp_tune"])
+    allennlp_main(prog="allennlp")
+    assert (out / "model_state_e1_b0.th").is_file()
+
+    monkeypatch.setattr(Checkpointer, "load_checkpoint", Checkpointer.load_checkpoint)
+    grid.refuse_foreign_checkpoints({})  # not a grid run: nothing changes
+    assert Checkpointer.load_checkpoint is not grid._refuse_foreign_checkpoint
+    grid.refuse_foreign_checkpoints({grid.FRESH_RUN_ENV: "1"})
+    monkeypatch.setattr(sys, "argv", [*argv, "allennlp_tune", "--recover"])
+    with pytest.raises(ConfigurationError, match="model_state_e1_b0.th is in the serialization"):
+        allennlp_main(prog="allennlp")
+    assert Checkpointer(tmp_path / "empty").load_checkpoint() is None
+
+
+def test_importing_the_plugin_in_a_grid_run_installs_the_guard():
+    """What `allennlp train --include-package allennlp_tune` does in a grid's child process."""
+    code = (
+        "import allennlp_tune; from allennlp.training.checkpointer import Checkpointer; "
+        "print(Checkpointer.load_checkpoint.__name__)"
+    )
+    names = []
+    for fresh in ("1", ""):
+        env = {**os.environ, "TUNE_GRID_FRESH_RUN": fresh}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        names.append(done.stdout.split()[-1])
+    assert names == ["_refuse_foreign_checkpoint", "load_checkpoint"]
