@@ -1,6 +1,22 @@
-// One cell of the grid: `cell(task, encoder, mode, options)`, with task one of tasks.libsonnet,
-// encoder "bert" or "elmo", mode "fe" (feature extraction), "ft" (fine-tuning) or "sf"
-// (stack-then-finetune). `options` picks the paper's ablations:
+// One cell of the grid: `cell(task, encoder, mode, options)`, with encoder "bert" or "elmo",
+// mode "fe" (feature extraction), "ft" (fine-tuning) or "sf" (stack-then-finetune), and task
+// either the name of a shipped task (tasks.libsonnet: conll2003, sst2, mnli, sick_e, sick_r,
+// mrpc, sts_b, cola) or a task object, such as `import "tasks/sick_e.jsonnet"` or your own:
+//
+//   name        [a-z0-9_]+, the run names' first part (sick_e_bert_ft)
+//   kind        classification | pair_classification | regression | pair_regression | tagging
+//   reader      the dataset reader's config (its token indexers and tokenizer are the encoder's)
+//   train, validation   data paths, as AllenNLP reads them (relative to the working directory)
+//   metric      the trainer's validation_metric, e.g. "+accuracy", "+pearson", "+mcc"
+//   optional:   test (a data path: test_data_path, never read in training), num_labels
+//               (classification: required, the feature-extraction networks' output size),
+//               positive_label (also report its precision, recall and F1), cased (BERT NER:
+//               the cased default model), validation_reader (merged into reader for validation)
+//
+// `allennlp tune-compare` writes such a call for a task file of your own, with its paths resolved
+// against the task file's folder and num_labels read from the reader's labels or labels_file.
+//
+// `options` picks the paper's ablations:
 //   pair_encoding: "separate"  BERT pairs encoded one sentence at a time (Table 4)
 //   bi_attention: false        ELMo fine-tuning on pairs without bi-attention (Table 3)
 //   bilstm: true / false       NER with or without the BiLSTM before the CRF (Table 5)
@@ -13,12 +29,46 @@ local trainers = import "trainers.libsonnet";
 
 local encoder_modes = {fe: "feature_extraction", ft: "fine_tuning", sf: "feature_extraction"};
 
+// A task kind as the networks see it: one text, a pair or tagging (`shape`), and whether the
+// label is a score.
+local kinds = {
+  classification: {shape: "single", regression: false},
+  pair_classification: {shape: "pair", regression: false},
+  regression: {shape: "single", regression: true},
+  pair_regression: {shape: "pair", regression: true},
+  tagging: {shape: "tagging", regression: false},
+};
+
+// A task name or object -> the task object with `shape` and `regression`, after the checks.
+local task_object(task) =
+  if std.isString(task) then (
+    assert std.objectHas(tasks, task) :
+           "unknown task " + task + "; a shipped task (" + std.join(", ", std.objectFields(tasks))
+           + ") or a task object";
+    task_object(tasks[task])
+  ) else (
+    assert std.isObject(task) : "a task is a task name or a task object, not " + std.type(task);
+    local name = std.get(task, "name", "(no name)");
+    local missing = [field for field in ["name", "kind", "reader", "train", "validation", "metric"]
+                     if !std.objectHas(task, field)];
+    assert missing == [] : "task " + name + " lacks " + std.join(", ", missing);
+    assert std.objectHas(kinds, task.kind) :
+           "task " + name + ": kind must be " + std.join(", ", std.objectFields(kinds))
+           + ", not " + task.kind;
+    local shape = kinds[task.kind];
+    assert shape.regression || shape.shape == "tagging" || std.objectHas(task, "num_labels") :
+           "task " + name + " (kind " + task.kind + ") lacks num_labels, the number of classes";
+    task + shape
+  );
+
 {
-  cell(task_name, encoder_name, mode, options={})::
-    assert std.objectHas(tasks, task_name) : "unknown task " + task_name;
+  cell(task_spec, encoder_name, mode, options={})::
     assert std.objectHas(encoder_modes, mode) : "mode must be fe, ft or sf, not " + mode;
-    local task = tasks[task_name];
-    local tagging = task.kind == "tagging";
+    local task = task_object(task_spec);
+    local tagging = task.shape == "tagging";
+    assert !(mode == "fe" && task.shape == "single" && task.regression) :
+           "task " + task.name + ": kind regression has no feature-extraction network (BCN "
+           + "classifies); use the ft or sf mode, or kind pair_regression for pairs";
     // Fine-tuned BERT predicts from its top layer ([CLS] or first wordpiece), as in the paper.
     // Everything else mixes all layers, as ELMo always does; stack-then-finetune too, so that
     // its frozen phase trains a head on the mix (a frozen single layer would leave the
@@ -30,11 +80,16 @@ local encoder_modes = {fe: "feature_extraction", ft: "fine_tuning", sf: "feature
       else error "encoder must be bert or elmo, not " + encoder_name;
     local pair_encoding = std.get(options, "pair_encoding",
                                   if encoder_name == "bert" then "joint" else "separate");
-    local reader = task.reader + {
+    // A tune_table reader reads the task's kind unless it names its own, which must agree.
+    local table = std.get(task.reader, "type") == "tune_table";
+    assert !table || std.get(task.reader, "kind", task.kind) == task.kind :
+           "task " + task.name + ": reader.kind " + std.get(task.reader, "kind") + " differs "
+           + "from the task's kind " + task.kind + "; give it once, as the task's kind";
+    local reader = task.reader + (if table then {kind: task.kind} else {}) + {
       token_indexers: {[encoder.key]: encoder.indexer},
       max_instances: vars.max_instances,
     } + (if encoder.tokenizer != null && !tagging then {tokenizer: encoder.tokenizer} else {})
-      + (if task.kind == "pair" then {pair_encoding: pair_encoding} else {})
+      + (if task.shape == "pair" then {pair_encoding: pair_encoding} else {})
       + (if tagging then {
            convert_to_coding_scheme: if encoder_name == "elmo" then "BIOUL" else "IOB2",
          } else {});
@@ -44,18 +99,21 @@ local encoder_modes = {fe: "feature_extraction", ft: "fine_tuning", sf: "feature
         if encoder_name == "elmo" then models.crf_tagger(encoder, bilstm)
         else models.first_wordpiece_tagger(encoder, bilstm)
       ) else if mode == "fe" then (
-        if task.kind == "single" then models.bcn(task, encoder) else models.esim(task, encoder)
-      ) else if encoder_name == "bert" || task.kind == "single" then
+        if task.shape == "single" then models.bcn(task, encoder) else models.esim(task, encoder)
+      ) else if encoder_name == "bert" || task.shape == "single" then
         models.pooled(task, encoder, if encoder_name == "bert" then vars.pooling else "max")
       else models.bi_attention(task, encoder, std.get(options, "bi_attention", true));
     local gradual = std.get(options, "gradual_unfreezing",
-                            task_name == "sst2" || task_name == "conll2003");
+                            task.name == "sst2" || task.name == "conll2003");
     {
       dataset_reader: reader,
       [if std.objectHas(task, "validation_reader") then "validation_dataset_reader"]:
         std.mergePatch(reader, task.validation_reader),
-      train_data_path: vars.data(task.train),
-      validation_data_path: vars.data(task.validation),
+      train_data_path: task.train,
+      validation_data_path: task.validation,
+      // Recorded for `allennlp evaluate`; training never reads it, not even for the vocabulary.
+      [if std.objectHas(task, "test") then "test_data_path"]: task.test,
+      [if std.objectHas(task, "test") then "datasets_for_vocab_creation"]: ["train", "validation"],
       model: model,
       data_loader: {batch_sampler: {type: "bucket", batch_size: vars.batch_size(32)}},
       trainer:
