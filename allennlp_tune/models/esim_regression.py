@@ -1,11 +1,14 @@
 from typing import Any, Dict, List, Optional
 
 import torch
+from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
+from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp_models.pair_classification.models.esim import ESIM
 
+from allennlp_tune.models.input_size import build_reading
 from allennlp_tune.models.joint_pair import JointPairEmbedder, pair_inputs
 from allennlp_tune.training.metrics import RegressionMetrics
 
@@ -31,7 +34,8 @@ class EsimRegression(ESIM):
     "model": {
       "type": "esim_regression",
       "text_field_embedder": {...},
-      "encoder": {"type": "lstm", "input_size": 1024, "hidden_size": 300, "bidirectional": true},
+      // no input_size: it is the text_field_embedder's output dim
+      "encoder": {"type": "lstm", "hidden_size": 300, "bidirectional": true},
       "matrix_attention": {"type": "dot_product"},
       "projection_feedforward": {"input_dim": 2400, "hidden_dims": 300, "num_layers": 1,
                                  "activations": "relu"},
@@ -47,13 +51,32 @@ class EsimRegression(ESIM):
     # Parameters
 
     vocab : `Vocabulary`
-    (every parameter of `esim`: `text_field_embedder`, `encoder`, `matrix_attention`,
-    `projection_feedforward`, `inference_encoder`, `output_feedforward`, `output_logit` with
-    `hidden_dims: 1`, `dropout`, `initializer`)
+    text_field_embedder : `TextFieldEmbedder`
+        Embeds `premise` and `hypothesis`, or the joint `tokens` field.
+    encoder : `Seq2SeqEncoder`
+        ESIM's first BiLSTM, over the embeddings. Leave its `input_size` out: it is taken from
+        `text_field_embedder.get_output_dim()` when the model is built. A config that gives it
+        builds the same encoder; one that disagrees with the embedder is a
+        `ConfigurationError`.
+    (every other parameter of `esim`: `matrix_attention`, `projection_feedforward`,
+    `inference_encoder`, `output_feedforward`, `output_logit` with `hidden_dims: 1`,
+    `dropout`, `initializer`)
     """
 
-    def __init__(self, vocab: Vocabulary, **kwargs) -> None:
-        super().__init__(vocab, **kwargs)
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        encoder: Lazy[Seq2SeqEncoder],
+        **kwargs,
+    ) -> None:
+        dim = text_field_embedder.get_output_dim()
+        super().__init__(
+            vocab,
+            text_field_embedder=text_field_embedder,
+            encoder=build_reading(encoder, dim, "encoder", "text_field_embedder"),
+            **kwargs,
+        )
         # Joint pairs (BERT's [CLS] a [SEP] b [SEP]) are embedded once and split for ESIM.
         self._text_field_embedder = JointPairEmbedder(self._text_field_embedder)
         outputs = self._output_logit.get_output_dim()

@@ -1,13 +1,14 @@
 from typing import Dict, Optional
 
 import torch
-from allennlp.common.checks import check_dimensions_match
+from allennlp.common import Lazy
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import FeedForward, Seq2SeqEncoder, TextFieldEmbedder
 from allennlp.nn import InitializerApplicator
 from allennlp.nn.util import get_text_field_mask
 
+from allennlp_tune.models.input_size import build_reading
 from allennlp_tune.models.output_head import OutputHead
 from allennlp_tune.modules.pair_encoders.bi_attention_pair import BiAttentionPair
 from allennlp_tune.modules.pair_encoders.pair_encoder import PairEncoder
@@ -44,7 +45,8 @@ class PairClassifier(Model):
     "model": {
       "type": "pair_classifier",
       "text_field_embedder": {"token_embedders": {"elmo": {"type": "tune_elmo", ...}}},
-      "pair_encoder": {"type": "bi_attention_pair", "input_dim": 1024},
+      // no input_dim: it is the text_field_embedder's (or the encoder's) output dim
+      "pair_encoder": {"type": "bi_attention_pair"},
       "dropout": 0.5,
       "regression": true
     }
@@ -56,9 +58,14 @@ class PairClassifier(Model):
     text_field_embedder : `TextFieldEmbedder`
         Embeds `premise` and `hypothesis` (the same weights for both).
     pair_encoder : `PairEncoder`, optional (default = `bi_attention_pair` over the encoded states)
-        Combines the two encoded sentences into one vector.
+        Combines the two encoded sentences into one vector. Leave its `input_dim` out: it is
+        taken from the `encoder`'s output dim, or without an encoder from
+        `text_field_embedder.get_output_dim()`, when the model is built.
     encoder : `Seq2SeqEncoder`, optional (default = `None`)
-        Runs over each embedded sentence before the pair encoder.
+        Runs over each embedded sentence before the pair encoder. Leave its input size
+        (`input_size`, `input_dim`) out: it is taken from the `text_field_embedder`.
+    (A config that gives either input size builds the same module; one that disagrees with
+    what the module reads is a `ConfigurationError`.)
     feedforward : `FeedForward`, optional (default = `None`)
         Between the pair vector and the output layer.
     dropout : `float`, optional (default = `0.0`)
@@ -75,8 +82,8 @@ class PairClassifier(Model):
         self,
         vocab: Vocabulary,
         text_field_embedder: TextFieldEmbedder,
-        pair_encoder: Optional[PairEncoder] = None,
-        encoder: Optional[Seq2SeqEncoder] = None,
+        pair_encoder: Optional[Lazy[PairEncoder]] = None,
+        encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         feedforward: Optional[FeedForward] = None,
         dropout: float = 0.0,
         regression: bool = False,
@@ -88,20 +95,14 @@ class PairClassifier(Model):
         super().__init__(vocab, **kwargs)
         self._text_field_embedder = text_field_embedder
         self.label_namespace = label_namespace
-        self._encoder = encoder
         dim = text_field_embedder.get_output_dim()
-        if encoder is not None:
-            check_dimensions_match(
-                dim, encoder.get_input_dim(), "text_field_embedder output dim", "encoder input dim"
-            )
-            dim = encoder.get_output_dim()
-        self._pair_encoder = pair_encoder or BiAttentionPair(dim)
-        check_dimensions_match(
-            dim,
-            self._pair_encoder.get_input_dim(),
-            "encoder output dim" if encoder is not None else "text_field_embedder output dim",
-            "pair_encoder input_dim",
-        )
+        self._encoder = build_reading(encoder, dim, "encoder", "text_field_embedder")
+        source = "text_field_embedder"
+        if self._encoder is not None:
+            dim, source = self._encoder.get_output_dim(), "encoder"
+        self._pair_encoder = build_reading(pair_encoder, dim, "pair_encoder", source)
+        if self._pair_encoder is None:
+            self._pair_encoder = BiAttentionPair(dim)
         self._head = OutputHead(
             vocab,
             input_dim=self._pair_encoder.get_output_dim(),

@@ -1,7 +1,8 @@
 from typing import Dict, Optional
 
 import torch
-from allennlp.common.checks import ConfigurationError, check_dimensions_match
+from allennlp.common import Lazy
+from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import FeedForward, Seq2SeqEncoder, Seq2VecEncoder, TextFieldEmbedder
@@ -9,6 +10,7 @@ from allennlp.modules.seq2vec_encoders import BagOfEmbeddingsEncoder, ClsPooler
 from allennlp.nn import InitializerApplicator
 from allennlp.nn.util import get_text_field_mask
 
+from allennlp_tune.models.input_size import build_reading
 from allennlp_tune.models.output_head import OutputHead
 from allennlp_tune.modules.seq2vec_encoders.max_pooling import MaxPoolingEncoder
 
@@ -57,7 +59,9 @@ class PooledClassifier(Model):
     pooling : `str`, optional (default = `"cls"`)
         `"cls"` (the first token's state), `"mean"` or `"max"` over the unmasked positions.
     seq2seq_encoder : `Seq2SeqEncoder`, optional (default = `None`)
-        Runs over the embedded tokens before pooling.
+        Runs over the embedded tokens before pooling. Leave its input size (`input_size`,
+        `input_dim`) out: it is taken from `text_field_embedder.get_output_dim()`; a size given
+        in the config must match it.
     feedforward : `FeedForward`, optional (default = `None`)
         Between the pooled vector and the output layer (e.g. BERT's tanh "pooler" layer).
     dropout : `float`, optional (default = `0.0`)
@@ -75,7 +79,7 @@ class PooledClassifier(Model):
         vocab: Vocabulary,
         text_field_embedder: TextFieldEmbedder,
         pooling: str = "cls",
-        seq2seq_encoder: Optional[Seq2SeqEncoder] = None,
+        seq2seq_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         feedforward: Optional[FeedForward] = None,
         dropout: float = 0.0,
         regression: bool = False,
@@ -87,16 +91,12 @@ class PooledClassifier(Model):
         super().__init__(vocab, **kwargs)
         self._text_field_embedder = text_field_embedder
         self.label_namespace = label_namespace
-        self._seq2seq_encoder = seq2seq_encoder
         dim = text_field_embedder.get_output_dim()
-        if seq2seq_encoder is not None:
-            check_dimensions_match(
-                dim,
-                seq2seq_encoder.get_input_dim(),
-                "text_field_embedder output dim",
-                "seq2seq_encoder input dim",
-            )
-            dim = seq2seq_encoder.get_output_dim()
+        self._seq2seq_encoder = build_reading(
+            seq2seq_encoder, dim, "seq2seq_encoder", "text_field_embedder"
+        )
+        if self._seq2seq_encoder is not None:
+            dim = self._seq2seq_encoder.get_output_dim()
         self._pooler = _pooler(pooling, dim)
         self._head = OutputHead(
             vocab,

@@ -6,15 +6,18 @@ Not registered itself.
 """
 
 import inspect
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 import torch
+from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError, check_dimensions_match
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp.modules.seq2seq_encoders import PassThroughEncoder
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.nn.util import batched_index_select
+
+from allennlp_tune.models.input_size import build_reading
 
 # The `dataset_reader.convert_to_coding_scheme` of `tune_conll2003` -> the span metric's name.
 ENCODING_OF_READER_SCHEME = (
@@ -107,7 +110,7 @@ class FirstWordpieceEmbedder(TextFieldEmbedder):
 def word_embedder(
     text_field_embedder: TextFieldEmbedder,
     first_wordpiece: bool,
-    wordpiece_encoder: Optional[Seq2SeqEncoder],
+    wordpiece_encoder: Union[Lazy[Seq2SeqEncoder], Seq2SeqEncoder, None],
 ) -> TextFieldEmbedder:
     """The tagger's word-level embedder: the configured one, or its first-wordpiece wrapper."""
     if first_wordpiece:
@@ -125,18 +128,36 @@ def word_embedder(
 def tagger_arguments(
     vocab: Vocabulary,
     text_field_embedder: TextFieldEmbedder,
-    encoder: Optional[Seq2SeqEncoder],
+    encoder: Union[Lazy[Seq2SeqEncoder], Seq2SeqEncoder, None],
     first_wordpiece: bool,
-    wordpiece_encoder: Optional[Seq2SeqEncoder],
+    wordpiece_encoder: Union[Lazy[Seq2SeqEncoder], Seq2SeqEncoder, None],
     label_encoding: Optional[str],
     label_namespace: str,
 ) -> Dict[str, Any]:
     """
     What `tune_tagger` and `tune_crf_tagger` pass to their AllenNLP parents: the word-level
     embedder, the encoder (`pass_through` when none is given) and the checked label encoding.
+
+    The encoders come from the config as `Lazy` and are built here with their input size taken
+    from what they read (`build_reading`): `wordpiece_encoder` from `text_field_embedder`,
+    `encoder` from the word vectors (the embedder's, or the `wordpiece_encoder`'s output).
     """
     check_label_encoding(vocab, label_namespace, label_encoding)
+    if first_wordpiece:
+        wordpiece_encoder = build_reading(
+            wordpiece_encoder,
+            text_field_embedder.get_output_dim(),
+            "wordpiece_encoder",
+            "text_field_embedder",
+        )
+    # Without first_wordpiece, a wordpiece_encoder is refused here, before it is built.
     embedder = word_embedder(text_field_embedder, first_wordpiece, wordpiece_encoder)
+    source = (
+        "wordpiece_encoder"
+        if first_wordpiece and wordpiece_encoder is not None
+        else "text_field_embedder"
+    )
+    encoder = build_reading(encoder, embedder.get_output_dim(), "encoder", source)
     return {
         "text_field_embedder": embedder,
         "encoder": PassThroughEncoder(embedder.get_output_dim()) if encoder is None else encoder,

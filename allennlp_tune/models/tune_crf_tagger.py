@@ -1,5 +1,6 @@
 from typing import Optional
 
+from allennlp.common import Lazy
 from allennlp.data import Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
@@ -31,8 +32,8 @@ class TuneCrfTagger(CrfTagger):
     "model": {
       "type": "tune_crf_tagger",
       "text_field_embedder": {"token_embedders": {"elmo": {"type": "tune_elmo", ...}}},
-      "encoder": {"type": "lstm", "input_size": 1024, "hidden_size": 200, "num_layers": 2,
-                  "bidirectional": true},
+      // no input_size: it is the text_field_embedder's output dim
+      "encoder": {"type": "lstm", "hidden_size": 200, "num_layers": 2, "bidirectional": true},
       "label_encoding": "BIOUL",
       "dropout": 0.5
     }
@@ -44,11 +45,14 @@ class TuneCrfTagger(CrfTagger):
     text_field_embedder : `TextFieldEmbedder`
         A word-level embedder, or with `first_wordpiece: true` a wordpiece-level one.
     encoder : `Seq2SeqEncoder`, optional (default = `pass_through`)
-        Runs over word vectors before the CRF.
+        Runs over word vectors before the CRF. Leave its input size (`input_size`,
+        `input_dim`) out: it is taken from the word vectors' dim (the embedder's, or the
+        `wordpiece_encoder`'s output) when the model is built. A config that gives it builds
+        the same encoder; one that disagrees is a `ConfigurationError`.
     first_wordpiece : `bool`, optional (default = `False`)
         As in `tune_tagger`.
     wordpiece_encoder : `Seq2SeqEncoder`, optional (default = `None`)
-        As in `tune_tagger`.
+        As in `tune_tagger`; its input size, too, is taken from the embedder.
     label_encoding : `str`, optional (default = `None`)
         `"IOB1"`, `"BIO"` (IOB2) or `"BIOUL"`, matching the reader's `convert_to_coding_scheme`;
         used for span F1 and to constrain CRF decoding.
@@ -60,9 +64,9 @@ class TuneCrfTagger(CrfTagger):
         self,
         vocab: Vocabulary,
         text_field_embedder: TextFieldEmbedder,
-        encoder: Optional[Seq2SeqEncoder] = None,
+        encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         first_wordpiece: bool = False,
-        wordpiece_encoder: Optional[Seq2SeqEncoder] = None,
+        wordpiece_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         label_encoding: Optional[str] = None,
         label_namespace: str = "labels",
         **kwargs,

@@ -1,11 +1,14 @@
 from typing import Any, Dict, List, Optional
 
 import torch
+from allennlp.common import Lazy
 from allennlp.common.checks import check_dimensions_match
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
+from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp_models.pair_classification.models.esim import ESIM
 
+from allennlp_tune.models.input_size import build_reading
 from allennlp_tune.models.joint_pair import JointPairEmbedder, pair_inputs
 from allennlp_tune.training.metrics import ClassificationMetrics
 from allennlp_tune.training.metrics.task_metrics import check_labels
@@ -34,20 +37,43 @@ class TuneEsim(ESIM):
     "model": {
       "type": "tune_esim",
       "positive_label": "1",
-      // ... every parameter of "esim"; output_logit.hidden_dims = number of labels
+      "text_field_embedder": {...},
+      // no input_size: it is the text_field_embedder's output dim
+      "encoder": {"type": "lstm", "hidden_size": 300, "bidirectional": true},
+      // ... every other parameter of "esim"; output_logit.hidden_dims = number of labels
     }
     ```
 
     # Parameters
 
     vocab : `Vocabulary`
+    text_field_embedder : `TextFieldEmbedder`
+        Embeds `premise` and `hypothesis`, or the joint `tokens` field.
+    encoder : `Seq2SeqEncoder`
+        ESIM's first BiLSTM, over the embeddings. Leave its `input_size` out: it is taken from
+        `text_field_embedder.get_output_dim()` when the model is built. A config that gives it
+        builds the same encoder; one that disagrees with the embedder is a
+        `ConfigurationError`.
     positive_label : `str`, optional (default = `None`)
         Report `precision`, `recall` and `f1` of this label.
-    (every parameter of `esim`)
+    (every other parameter of `esim`)
     """
 
-    def __init__(self, vocab: Vocabulary, positive_label: Optional[str] = None, **kwargs) -> None:
-        super().__init__(vocab, **kwargs)
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        encoder: Lazy[Seq2SeqEncoder],
+        positive_label: Optional[str] = None,
+        **kwargs,
+    ) -> None:
+        dim = text_field_embedder.get_output_dim()
+        super().__init__(
+            vocab,
+            text_field_embedder=text_field_embedder,
+            encoder=build_reading(encoder, dim, "encoder", "text_field_embedder"),
+            **kwargs,
+        )
         # Joint pairs (BERT's [CLS] a [SEP] b [SEP]) are embedded once and split for ESIM.
         self._text_field_embedder = JointPairEmbedder(self._text_field_embedder)
         check_dimensions_match(

@@ -1,6 +1,7 @@
 from typing import Dict, Optional
 
 import torch
+from allennlp.common import Lazy
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.models.simple_tagger import SimpleTagger
@@ -39,8 +40,9 @@ class TuneTagger(SimpleTagger):
           "type": "tune_transformer", "model_name": "bert-base-cased",
           "mode": "feature_extraction"}}},
       "first_wordpiece": true,
-      "wordpiece_encoder": {"type": "lstm", "input_size": 768, "hidden_size": 200,
-                            "num_layers": 2, "bidirectional": true},
+      // no input_size: it is the text_field_embedder's output dim
+      "wordpiece_encoder": {"type": "lstm", "hidden_size": 200, "num_layers": 2,
+                            "bidirectional": true},
       "label_encoding": "BIO"
     }
     ```
@@ -53,11 +55,16 @@ class TuneTagger(SimpleTagger):
         `tune_transformer`); otherwise any word-level embedder (ELMo,
         `pretrained_transformer_mismatched`, ...).
     encoder : `Seq2SeqEncoder`, optional (default = `pass_through`)
-        Runs over word vectors, before the softmax.
+        Runs over word vectors, before the softmax. Leave its input size (`input_size`,
+        `input_dim`) out: it is taken from the word vectors' dim (the embedder's, or the
+        `wordpiece_encoder`'s output) when the model is built.
     first_wordpiece : `bool`, optional (default = `False`)
         Take each word's first wordpiece (needs the `pretrained_transformer_mismatched` indexer).
     wordpiece_encoder : `Seq2SeqEncoder`, optional (default = `None`)
         Runs over all wordpieces before the first ones are taken; only with `first_wordpiece`.
+        Leave its `input_size` out: it is taken from `text_field_embedder.get_output_dim()`.
+    (A config that gives either input size builds the same encoder; one that disagrees with
+    what the encoder reads is a `ConfigurationError`.)
     label_encoding : `str`, optional (default = `None`)
         The tag scheme for span F1: `"IOB1"` (CoNLL `eng.*` files as read), `"BIO"` (IOB2), or
         `"BIOUL"`, matching the reader's `convert_to_coding_scheme`. Checked against the tags.
@@ -69,9 +76,9 @@ class TuneTagger(SimpleTagger):
         self,
         vocab: Vocabulary,
         text_field_embedder: TextFieldEmbedder,
-        encoder: Optional[Seq2SeqEncoder] = None,
+        encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         first_wordpiece: bool = False,
-        wordpiece_encoder: Optional[Seq2SeqEncoder] = None,
+        wordpiece_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         label_encoding: Optional[str] = None,
         label_namespace: str = "labels",
         **kwargs,

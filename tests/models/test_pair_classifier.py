@@ -35,7 +35,10 @@ class TestPairClassifierElmoBiAttention(ModelTestCase):
     def test_pair_encoder_dimension_is_checked(self):
         params = Params.from_file(self.param_file)["model"].as_dict()
         params["pair_encoder"]["input_dim"] = 32
-        with pytest.raises(ConfigurationError, match="pair_encoder input_dim"):
+        with pytest.raises(
+            ConfigurationError,
+            match=r"pair_encoder\.input_dim is 32, but the text_field_embedder outputs 16",
+        ):
             Model.from_params(vocab=self.vocab, params=Params(params))
 
 

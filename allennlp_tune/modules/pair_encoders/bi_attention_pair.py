@@ -30,14 +30,16 @@ class BiAttentionPair(PairEncoder):
     Registered as a `PairEncoder` with name "bi_attention_pair" (the default `PairEncoder`).
 
     ```jsonnet
-    "pair_encoder": {"type": "bi_attention_pair", "input_dim": 1024}
+    // in pair_classifier, which supplies input_dim
+    "pair_encoder": {"type": "bi_attention_pair", "bi_attention": true}
     ```
 
     # Parameters
 
     input_dim : `int`
         Dimension of each sentence's encoded states (the embedder's output, or the pair
-        model's `encoder` output).
+        model's `encoder` output). `pair_classifier` passes it when it builds the pair encoder,
+        so its config leaves it out; a config that gives it must match.
     bi_attention : `bool`, optional (default = `True`)
         `false` gives the paper's Table 3 ablation ("w/o bi-attn."): each sentence is only
         mean- and max-pooled on its own, `[mean(a); max(a); mean(b); max(b)]`.

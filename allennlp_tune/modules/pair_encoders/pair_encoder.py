@@ -11,7 +11,9 @@ class PairEncoder(torch.nn.Module, Registrable):
     `(batch_size, length, input_dim)` with their masks and returns `(batch_size, output_dim)`.
 
     The base class is not a component itself; the default implementation is
-    `bi_attention_pair`.
+    `bi_attention_pair`. An implementation takes its input size as `input_dim`: the model that
+    builds it (`pair_classifier`) passes the width of the states it reads unless the config
+    gives one.
     """
 
     default_implementation = "bi_attention_pair"
