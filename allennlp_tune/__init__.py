@@ -4,7 +4,8 @@
 Importing this package (``--include-package allennlp_tune`` or the ``.allennlp_plugins`` file)
 applies the compatibility fixes for the modern stack and registers every component: readers,
 token embedders, pair and seq2vec encoders, models, predictors, optimizers, trainer callbacks
-and the ``allennlp`` subcommands (probe, mi, tune-report, tune-grid, tune-search).
+and the ``allennlp`` subcommands (probe, mi, tune-report, tune-grid, tune-compare,
+tune-search).
 """
 
 # The compatibility fixes come first: they replace registrations that components rely on.

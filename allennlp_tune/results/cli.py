@@ -1,9 +1,11 @@
 """
-Arguments and entry points of `allennlp tune-report`, `tune-grid` and `tune-search`.
+Arguments and entry points of `allennlp tune-report`, `tune-grid`, `tune-compare` and
+`tune-search`.
 
 The subcommands in `allennlp_tune/commands/` only register these with AllenNLP. Errors a user
-can cause end the command with one line naming what was wrong (exit code 2); tune-grid exits
-with 1 when a run failed and 130 when interrupted, after saying what will rerun.
+can cause end the command with one line naming what was wrong (exit code 2); tune-grid and
+tune-compare exit with 1 when a run failed and 130 when interrupted, after saying what will
+rerun.
 """
 
 import argparse
@@ -40,6 +42,52 @@ def _add_keep_checkpoints_argument(subparser: argparse.ArgumentParser) -> None:
         help="keep each finished run's epoch checkpoints, best.th and feature_cache/, and the "
         "shared feature cache (default: delete them; model.tar.gz has the weights)",
     )
+
+
+def _add_run_arguments(subparser: argparse.ArgumentParser) -> None:
+    """The options of tune-grid and tune-compare for how every run is trained."""
+    subparser.add_argument(
+        "--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds (TUNE_SEED), default 1 2 3"
+    )
+    subparser.add_argument("--results-dir", required=True, type=Path, help="where runs go")
+    subparser.add_argument(
+        "--ext-var",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an ext var for every run (repeatable), e.g. --ext-var TUNE_EPOCHS=3",
+    )
+    subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides for every run")
+    subparser.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="do not retry runs that failed before (default: retry them)",
+    )
+    _add_keep_checkpoints_argument(subparser)
+    subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _train_and_report(command: str, train, args: argparse.Namespace) -> None:
+    """Runs `train()` (-> GridResult), then prints what it did and the report of the results."""
+    try:
+        result = train()
+    except ConfigurationError as error:  # a bad task or option, or the results dir is in use
+        _fail(command, error)
+    except KeyboardInterrupt:
+        print(
+            f"\nallennlp {command}: interrupted. Completed runs are kept; run the same command "
+            "again to rerun only the unfinished ones.",
+            file=sys.stderr,
+        )
+        sys.exit(130)
+    print(
+        f"{command}: {len(result.trained)} trained, {len(result.skipped)} already complete, "
+        f"{len(result.failed)} failed.\n",
+        file=sys.stderr,
+    )
+    _print_report([args.results_dir], args)
+    if result.failed:
+        sys.exit(1)
 
 
 def _print_report(dirs, args: argparse.Namespace) -> None:
@@ -99,25 +147,7 @@ def add_grid_parser(parser: argparse._SubParsersAction, name: str) -> argparse.A
     subparser.add_argument(
         "configs", nargs="+", metavar="CONFIG", help="config files or globs (quote globs)"
     )
-    subparser.add_argument(
-        "--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds (TUNE_SEED), default 1 2 3"
-    )
-    subparser.add_argument("--results-dir", required=True, type=Path, help="where runs go")
-    subparser.add_argument(
-        "--ext-var",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an ext var for every run (repeatable), e.g. --ext-var TUNE_EPOCHS=3",
-    )
-    subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides for every run")
-    subparser.add_argument(
-        "--keep-failed",
-        action="store_true",
-        help="do not retry runs that failed before (default: retry them)",
-    )
-    _add_keep_checkpoints_argument(subparser)
-    subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_run_arguments(subparser)
     _add_output_arguments(subparser)
     subparser.set_defaults(func=grid_main)
     return subparser
@@ -131,8 +161,9 @@ def grid_main(args: argparse.Namespace) -> None:
         ext_vars = parse_ext_vars(args.ext_var)
     except ConfigurationError as error:
         _fail("tune-grid", error)
-    try:
-        result = run_grid(
+    _train_and_report(
+        "tune-grid",
+        lambda: run_grid(
             configs,
             args.seeds,
             args.results_dir,
@@ -141,24 +172,82 @@ def grid_main(args: argparse.Namespace) -> None:
             keep_failed=args.keep_failed,
             keep_checkpoints=args.keep_checkpoints,
             progress=not args.no_progress,
-        )
-    except ConfigurationError as error:  # the results directory is in use
-        _fail("tune-grid", error)
-    except KeyboardInterrupt:
-        print(
-            "\nallennlp tune-grid: interrupted. Completed runs are kept; run the same command "
-            "again to rerun only the unfinished ones.",
-            file=sys.stderr,
-        )
-        sys.exit(130)
-    print(
-        f"tune-grid: {len(result.trained)} trained, {len(result.skipped)} already complete, "
-        f"{len(result.failed)} failed.\n",
-        file=sys.stderr,
+        ),
+        args,
     )
-    _print_report([args.results_dir], args)
-    if result.failed:
-        sys.exit(1)
+
+
+# tune-compare --------------------------------------------------------------------------------
+
+COMPARE_DESCRIPTION = """Feature extraction vs fine-tuning (vs stack-then-finetune) of one
+encoder on one task: a shipped task name (sick_e, sst2, ...) or a task file of your own. Writes
+one config per mode into RESULTS_DIR/configs/, trains them x seeds as tune-grid does
+(resumable), then prints the report."""
+
+
+def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    subparser = parser.add_parser(name, description=COMPARE_DESCRIPTION, help=COMPARE_DESCRIPTION)
+    subparser.add_argument(
+        "task",
+        metavar="TASK",
+        help="a shipped task (conll2003, sst2, mnli, sick_e, sick_r, mrpc, sts_b, cola) or the "
+        "path of a task file (.jsonnet / .json; its paths are relative to its folder)",
+    )
+    subparser.add_argument(
+        "--encoder",
+        required=True,
+        metavar="NAME_OR_FOLDER",
+        help="elmo (TUNE_ELMO_OPTIONS / TUNE_ELMO_WEIGHTS), or a transformers model name or "
+        "folder (TUNE_BERT_MODEL)",
+    )
+    subparser.add_argument(
+        "--encoder-label",
+        default=None,
+        help="the encoder's part of run names, [a-z0-9]+ (default: from its name, e.g. "
+        "all-MiniLM-L6-v2 -> allminilml6v2; 'bert' or 'elmo' put the paper's numbers beside)",
+    )
+    subparser.add_argument(
+        "--modes",
+        nargs="+",
+        choices=("fe", "ft", "sf"),
+        default=["fe", "ft", "sf"],
+        help="fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune); default all",
+    )
+    subparser.add_argument(
+        "--cuda-device", type=int, default=None, help="GPU of every run (TUNE_CUDA_DEVICE)"
+    )
+    _add_run_arguments(subparser)
+    _add_output_arguments(subparser)
+    subparser.set_defaults(func=compare_main)
+    return subparser
+
+
+def compare_main(args: argparse.Namespace) -> None:
+    from allennlp_tune.results.compare import run_compare
+    from allennlp_tune.results.grid import parse_ext_vars
+
+    try:
+        ext_vars = parse_ext_vars(args.ext_var)
+    except ConfigurationError as error:
+        _fail("tune-compare", error)
+    _train_and_report(
+        "tune-compare",
+        lambda: run_compare(
+            args.task,
+            args.encoder,
+            args.modes,
+            args.seeds,
+            args.results_dir,
+            ext_vars=ext_vars,
+            overrides=args.overrides,
+            encoder_label=args.encoder_label,
+            cuda_device=args.cuda_device,
+            keep_failed=args.keep_failed,
+            keep_checkpoints=args.keep_checkpoints,
+            progress=not args.no_progress,
+        ),
+        args,
+    )
 
 
 # tune-search ---------------------------------------------------------------------------------

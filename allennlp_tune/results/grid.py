@@ -7,7 +7,8 @@ tune-grid's own plus `TUNE_SEED=<k>` and each `--ext-var KEY=VALUE` (AllenNLP re
 variables as Jsonnet ext vars; `allennlp train` has no flag for them). So `source
 best_params.env` before tune-grid passes tune-search's best hyperparameters on. Runs go seed by
 seed (every config with seed 1 first), so an interrupted grid already has one seed of every
-cell.
+cell. The progress bar (stderr) shows the runs done out of all, the run in progress and, once
+it has finished an epoch, its epoch and that epoch's dev metric (`epoch_status`).
 
 Resuming, after a crash, a kill or Ctrl-C:
 
@@ -69,6 +70,7 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.results.runs import (
     ARCHIVE_NAME,
+    CONFIG_NAME,
     FAILED,
     METRICS_NAME,
     OK,
@@ -76,6 +78,7 @@ from allennlp_tune.results.runs import (
     RUN_LOG_NAME,
     config_stem,
     is_complete,
+    metric_of_config,
     move_aside,
     parse_run_name,
     read_json,
@@ -348,6 +351,68 @@ class _ResultsDirLock:
         )
 
 
+def epoch_status(run_dir: Path) -> Optional[str]:
+    """
+    `epoch 2/3, dev accuracy 0.8125`: the last epoch a training run in `run_dir` finished (its
+    `metrics_epoch_<n>.json`) and that epoch's primary dev metric (the trainer's
+    `validation_metric` in `config.json`); `None` before the first epoch ends.
+    """
+    epochs = sorted(
+        int(path.stem.rpartition("_")[2])
+        for path in run_dir.glob("metrics_epoch_*.json")
+        if path.stem.rpartition("_")[2].isdigit()
+    )
+    if not epochs:
+        return None
+    config = read_json(run_dir / CONFIG_NAME) or {}
+    trainer = config.get("trainer") if isinstance(config.get("trainer"), dict) else {}
+    total = trainer.get("num_epochs")
+    text = f"epoch {epochs[-1] + 1}" + (f"/{total}" if isinstance(total, int) else "")
+    try:
+        metric, _ = metric_of_config(config)
+    except ConfigurationError:
+        return text
+    value = (read_json(run_dir / f"metrics_epoch_{epochs[-1]}.json") or {}).get(
+        f"validation_{metric}"
+    )
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text += f", dev {metric} {value:.4f}"
+    return text
+
+
+class _EpochProgress:
+    """
+    While a run trains, a thread shows `epoch_status` of its directory after the bar's label
+    (polled every `interval` seconds; AllenNLP writes a metrics file at the end of each epoch).
+    """
+
+    def __init__(
+        self, bar, label: str, run_dir: Path, enabled: bool = True, interval: float = 2.0
+    ) -> None:
+        self.bar, self.label, self.run_dir = bar, label, run_dir
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True) if enabled else None
+
+    def _poll(self) -> None:
+        shown = None
+        while not self.stopped.wait(self.interval):
+            status = epoch_status(self.run_dir)
+            if status is not None and status != shown:
+                self.bar.set_postfix_str(f"{self.label}, {status}")
+                shown = status
+
+    def __enter__(self) -> "_EpochProgress":
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stopped.set()
+        if self.thread is not None:
+            self.thread.join()
+
+
 @dataclass
 class GridResult:
     """What a grid did: run directories it trained, skipped (complete) and that failed."""
@@ -463,7 +528,8 @@ def run_grid(
                 }
                 started = time.monotonic()
                 # KeyboardInterrupt leaves run_dir without tune_run.json: partial, rerun next time.
-                returncode = runner(command, environment, pending_log)
+                with _EpochProgress(bar, f"{stem} seed {seed}", run_dir, enabled=progress):
+                    returncode = runner(command, environment, pending_log)
 
                 run_dir.mkdir(parents=True, exist_ok=True)
                 if pending_log.exists():

@@ -4,11 +4,13 @@ The paper's Table 2 from your own runs: feature extraction (fe) vs fine-tuning (
 One table per encoder, one row per task in the paper's order; each cell is the mean ± sample
 standard deviation over seeds of the run's primary validation metric, as a percentage like the
 paper (metrics where lower is better, such as loss, are shown as they are), with the number of
-seeds. Delta = mean(ft) - mean(fe) in points, marked `[ft]` where it favours fine-tuning
-(delta > 1) and `[fe]` where it favours feature extraction (delta < -1), as the paper colours
-it; the comparison uses the delta rounded as displayed, so a shown +1.0 is not marked. The
-paper's own numbers (Peters, Ruder & Smith 2019, "To Tune or Not to Tune?", Table 2) stand
-beside ours, and stack-then-finetune (sf) is a further column.
+seeds; tasks other than the paper's (CoLA, a task of one's own run by `tune-compare`) follow
+its seven, by name, with the metric of their configs and "—" for the paper's numbers. Delta =
+mean(ft) - mean(fe) in points, marked `[ft]` where it favours fine-tuning (delta > 1) and `[fe]`
+where it favours feature extraction (delta < -1), as the paper colours it; the comparison uses
+the delta rounded as displayed, so a shown +1.0 is not marked. The paper's own numbers (Peters,
+Ruder & Smith 2019, "To Tune or Not to Tune?", Table 2) stand beside ours, and
+stack-then-finetune (sf) is a further column.
 
 Runs without a score are never dropped: a cell says `failed (1/3)`, `missing metric (1/3)`,
 `incomplete (1/3)` (no metrics.json: killed or still training) or `pruned (1/3)`, and the report
@@ -78,6 +80,7 @@ TASK_TITLES = {
     "sick_r": "SICK-R",
     "mrpc": "MRPC",
     "sts_b": "STS-B",
+    "cola": "CoLA",
 }
 ENCODER_TITLES = {"elmo": "ELMo", "bert": "BERT"}
 MODE_TITLES = {"fe": "feature extraction", "ft": "fine-tuning", "sf": "stack-then-finetune"}
@@ -218,7 +221,7 @@ class Row:
     @property
     def metric(self) -> str:
         ours = Summary([run for cell in self.cells.values() for run in cell.runs]).metrics
-        return ours if ours != "?" else PAPER_METRICS[self.task]
+        return ours if ours != "?" else PAPER_METRICS.get(self.task, ours)
 
 
 # A rendered cell: its text and, for delta cells, which mode it favours ("ft", "fe" or None).
@@ -256,7 +259,7 @@ class Report:
                 paper_delta, paper_mark = format_delta(row.paper_delta)
                 body.append(
                     [
-                        (TASK_TITLES[row.task], None),
+                        (_task_title(row.task), None),
                         (row.metric, None),
                         (row.cells["fe"].text(), None),
                         (_paper(row.paper["fe"]), None),
@@ -301,7 +304,7 @@ class Report:
     def cells(self) -> List[Tuple[str, Summary]]:
         """Every non-empty cell with a label, Table 2 cells first, then the other runs."""
         labelled = [
-            (f"{ENCODER_TITLES.get(encoder, encoder)} {TASK_TITLES[row.task]} {mode}", summary)
+            (f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(row.task)} {mode}", summary)
             for encoder, rows in self.encoder_rows.items()
             for row in rows
             for mode, summary in row.cells.items()
@@ -359,6 +362,10 @@ class Report:
         return lines
 
 
+def _task_title(task: str) -> str:
+    return TASK_TITLES.get(task, task)
+
+
 def _display_path(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -394,10 +401,12 @@ def build_report(
                 label = f"{name.task}_{name.encoder}_{name.mode}_{name.variant}"
             others.setdefault(label, Summary()).runs.append(run)
 
+    # The paper's tasks in its order, then any other task (tune-compare's own) by name.
+    tasks = list(TASKS) + sorted({task for _, task, _ in cells} - set(TASKS))
     encoder_rows: Dict[str, List[Row]] = {}
     for encoder in sorted({encoder for encoder, _, _ in cells}, key=_encoder_order):
         rows = []
-        for task in TASKS:
+        for task in tasks:
             if not any((encoder, task, mode) in cells for mode in MODES):
                 continue
             paper = PAPER_TABLE_2.get(encoder, {})
@@ -412,7 +421,8 @@ def build_report(
 
     def other_order(item: Tuple[str, Summary]) -> Tuple[int, str]:
         name = item[1].runs[0].name
-        return (TASKS.index(name.task) if name else len(TASKS), item[0])
+        known = name is not None and name.task in TASKS
+        return (TASKS.index(name.task) if known else len(TASKS), item[0])
 
     return Report(
         encoder_rows=encoder_rows,

@@ -13,9 +13,11 @@ A run is identified as (task, encoder, mode, variant, seed):
    `runs/sick_e_bert_ft/seed_1` (tune-grid's layout) and `runs/sick_e_bert_ft_seed1` work.
    The seed comes from `random_seed` in `config.json`, else from a `seed_<k>` / `seed<k>` name.
 
-task is one of `TASKS`, mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf`
-stack-then-finetune) and encoder any lower-case word (`elmo`, `bert`, `minilm`). A run whose
-name does not follow the pattern is still reported, under its path.
+task is any `[a-z0-9_]+` name (the paper's are `TASKS`; `tune-compare` names a task of one's
+own), mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf` stack-then-finetune)
+and encoder any lower-case word without `_` (`elmo`, `bert`, `minilm`); the task is the shortest
+prefix that leaves an encoder and a mode after it. A run whose name does not follow the pattern
+is still reported, under its path.
 
 The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
 `split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
@@ -56,8 +58,11 @@ INCOMPLETE = "incomplete"
 UNREADABLE = "unreadable"  # a run file that is not what AllenNLP or tune-grid writes
 STATUSES = (OK, MISSING_METRIC, FAILED, PRUNED, INCOMPLETE, UNREADABLE)
 
+# Any task name: the shortest `[a-z0-9_]+` prefix followed by an encoder word and a known mode,
+# so `sick_e_bert_fe_separate` is sick_e / bert / fe / separate and `my_reviews_minilm_ft` is
+# my_reviews / minilm / ft. (tune-compare refuses a task name that would not read back.)
 _NAME_PATTERN = re.compile(
-    r"^(?P<task>" + "|".join(TASKS) + r")_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
+    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
     r"(?:[_\-.](?P<variant>.+))?$"
 )
 _SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")

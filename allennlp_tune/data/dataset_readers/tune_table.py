@@ -341,6 +341,14 @@ class TuneTableReader(PairTaskReader):
         for texts, label in self._parse_all(file_path, parse, lines=self._records(file_path, fmt)):
             yield self.text_to_instance(*texts, label)  # type: ignore[call-arg]
 
+    def label_set(self) -> Optional[FrozenSet[str]]:
+        """
+        The label set of a classification: `labels`, or the label column of `labels_file` (read
+        once, with its checks); `None` for the regression kinds. `tune-compare` counts it for a
+        task's `num_labels`.
+        """
+        return self._label_set()
+
     def _label_set(self) -> Optional[FrozenSet[str]]:
         if self._regression or self._labels is not None:
             return self._labels

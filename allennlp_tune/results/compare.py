@@ -1,0 +1,341 @@
+"""
+tune-compare: freeze or fine-tune one encoder on one task, a shipped one or your own, in one
+command.
+
+`run_compare(task, encoder, modes, seeds, results_dir, ...)`:
+
+1. loads the task: a shipped task name (`allennlp_tune/configs/tasks/<name>.jsonnet`, data under
+   `TUNE_DATA_DIR`) or the path of a task file anywhere (schema in
+   `allennlp_tune/configs/experiment.libsonnet`). In a task file of your own, `train`,
+   `validation`, `test` and every `*_file` option of `reader` / `validation_reader`
+   (`labels_file`) are relative to the task file's folder; tune-compare makes them absolute.
+   A classification task without `num_labels` gets it from its reader: the length of `labels`,
+   or the label set of `labels_file` as the `tune_table` reader reads it;
+2. picks the encoder: `elmo` is the ELMo encoder (`TUNE_ELMO_OPTIONS` / `TUNE_ELMO_WEIGHTS`
+   from the environment or `--ext-var`); anything else is a transformers model name or folder,
+   passed as `TUNE_BERT_MODEL` to the BERT-family encoder. Its label in run names is
+   `encoder_label`, else a lowercase alphanumeric slug of the name's last part
+   (`models/all-MiniLM-L6-v2` -> `allminilml6v2`);
+3. writes one small Jsonnet file per mode, `RESULTS_DIR/configs/<task>_<label>_<mode>.jsonnet`,
+   which imports the package's `experiment.libsonnet` and the task file by absolute path and
+   calls `cell(task, encoder, mode)`, and renders each once to check it;
+4. trains them x seeds with tune-grid's `run_grid` (resumable: complete runs are skipped; each
+   run's rendered config is AllenNLP's `config.json` in its run directory).
+
+The command prints the report of RESULTS_DIR at the end (`allennlp tune-report`).
+"""
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.results.grid import GridResult, run_grid
+from allennlp_tune.results.runs import MODES, RunName, parse_run_name
+
+logger = logging.getLogger(__name__)
+
+LIBRARY_DIR = Path(__file__).resolve().parents[1] / "configs"
+EXPERIMENT = LIBRARY_DIR / "experiment.libsonnet"
+TASKS_DIR = LIBRARY_DIR / "tasks"
+CONFIGS_DIR_NAME = "configs"
+
+KINDS = ("classification", "pair_classification", "regression", "pair_regression", "tagging")
+CLASSIFICATION_KINDS = ("classification", "pair_classification")
+REQUIRED_FIELDS = ("name", "kind", "reader", "train", "validation", "metric")
+PATH_FIELDS = ("train", "validation", "test")
+READER_FIELDS = ("reader", "validation_reader")
+TASK_NAME = re.compile(r"^[a-z0-9_]+$")
+ENCODER_LABEL = re.compile(r"^[a-z0-9]+$")
+ELMO = "elmo"
+BERT_MODEL_EXT_VAR = "TUNE_BERT_MODEL"
+CUDA_DEVICE_EXT_VAR = "TUNE_CUDA_DEVICE"
+
+
+def shipped_tasks() -> List[str]:
+    """The names of the shipped task files (the paper's seven and CoLA)."""
+    return sorted(path.stem for path in TASKS_DIR.glob("*.jsonnet"))
+
+
+@dataclass
+class Task:
+    """A task file, rendered, and what tune-compare sets on top of it (`patch`)."""
+
+    name: str
+    kind: str
+    source: Path
+    shipped: bool
+    fields: Dict[str, Any]
+    patch: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Encoder:
+    """The encoder family of the cells (`bert` or `elmo`), its run-name label and ext vars."""
+
+    family: str
+    label: str
+    name: str
+    ext_vars: Dict[str, str]
+
+
+def _render(path: Path, ext_vars: Dict[str, str], what: str) -> Dict[str, Any]:
+    try:
+        rendered = Params.from_file(str(path), ext_vars=ext_vars).as_dict(quiet=True)
+    except RuntimeError as error:  # Jsonnet's errors, e.g. "RUNTIME ERROR: ..."
+        first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise ConfigurationError(f"{path} ({what}) does not render: {first}") from None
+    return rendered
+
+
+def _is_local(value: str) -> bool:
+    return "://" not in value
+
+
+def _absolute(folder: Path, value: str) -> str:
+    return value if os.path.isabs(value) else os.path.abspath(folder / value)
+
+
+def load_task(spec: str, ext_vars: Optional[Dict[str, str]] = None) -> Task:
+    """
+    A shipped task by name, or a task file by path (see the module docstring). Raises a
+    `ConfigurationError` naming the file and field for a task that cannot be trained.
+    """
+    shipped = TASKS_DIR / f"{spec}.jsonnet"
+    if TASK_NAME.match(spec) and shipped.is_file():
+        source, is_shipped = shipped, True
+    else:
+        source, is_shipped = Path(spec), False
+        if not source.is_file():
+            raise ConfigurationError(
+                f"TASK {spec!r} is neither a shipped task ({', '.join(shipped_tasks())}) nor a "
+                "task file: no such file."
+            )
+        source = Path(os.path.abspath(source))
+    fields = _render(source, dict(ext_vars or {}), "task file")
+    where = f"task file {source}"
+    missing = [name for name in REQUIRED_FIELDS if name not in fields]
+    if missing:
+        raise ConfigurationError(
+            f"{where} lacks {', '.join(missing)}; a task needs {', '.join(REQUIRED_FIELDS)}."
+        )
+    name, kind = fields["name"], fields["kind"]
+    if not isinstance(name, str) or not TASK_NAME.match(name):
+        raise ConfigurationError(
+            f"{where}: name is {name!r}; expected lowercase letters, digits and _ (it starts "
+            "every run name, <task>_<encoder>_<mode>), e.g. 'reviews'."
+        )
+    if kind not in KINDS:
+        raise ConfigurationError(f"{where}: kind is {kind!r}; expected one of {', '.join(KINDS)}.")
+    for reader_field in READER_FIELDS:
+        if reader_field in fields and not isinstance(fields[reader_field], dict):
+            raise ConfigurationError(
+                f"{where}: {reader_field} must be an object (a reader config)."
+            )
+    task = Task(name=name, kind=kind, source=source, shipped=is_shipped, fields=fields)
+
+    if not is_shipped:
+        task.patch.update(_resolved_paths(fields, source.parent, where))
+    for path_field in PATH_FIELDS:
+        value = task.patch.get(path_field, fields.get(path_field))
+        if path_field in fields and not isinstance(value, str):
+            raise ConfigurationError(f"{where}: {path_field} must be a path (a string).")
+        if isinstance(value, str) and _is_local(value) and not os.path.exists(value):
+            relative_to = (
+                "TUNE_DATA_DIR"
+                if is_shipped
+                else f"the task file's folder {source.parent}, as every path in a task file"
+            )
+            raise ConfigurationError(
+                f"{where}: {path_field} {fields[path_field]!r} is {value}, which does not exist "
+                f"(relative to {relative_to})."
+            )
+    if kind in CLASSIFICATION_KINDS and "num_labels" not in fields:
+        task.patch["num_labels"] = _num_labels(task, where)
+    return task
+
+
+def _resolved_paths(fields: Dict[str, Any], folder: Path, where: str) -> Dict[str, Any]:
+    """The task's paths made absolute against `folder`, as a patch (readers as `+:` patches)."""
+    patch: Dict[str, Any] = {}
+    for path_field in PATH_FIELDS:
+        value = fields.get(path_field)
+        if isinstance(value, str) and _is_local(value):
+            patch[path_field] = _absolute(folder, value)
+    for reader_field in READER_FIELDS:
+        reader = fields.get(reader_field) or {}
+        files = {
+            key: _absolute(folder, value)
+            for key, value in reader.items()
+            if key.endswith("_file") and isinstance(value, str) and _is_local(value)
+        }
+        if files:
+            patch[reader_field] = files
+    return patch
+
+
+def _num_labels(task: Task, where: str) -> int:
+    """The number of classes, from the reader's `labels` or the label set of `labels_file`."""
+    from allennlp.data import DatasetReader
+
+    reader = {**task.fields["reader"], **task.patch.get("reader", {})}
+    labels = reader.get("labels")
+    if isinstance(labels, list):
+        return len({str(label) for label in labels})
+    if reader.get("type") == "tune_table":
+        reader.setdefault("kind", task.kind)
+        built = DatasetReader.from_params(Params(reader))
+        return len(built.label_set())  # type: ignore[attr-defined]
+    raise ConfigurationError(
+        f"{where}: kind {task.kind!r} needs num_labels (the number of classes), and its reader "
+        f"{reader.get('type')!r} does not list its labels; add num_labels to the task file (a "
+        "tune_table reader gives them with labels or labels_file)."
+    )
+
+
+def encoder_label(name: str) -> str:
+    """`models/all-MiniLM-L6-v2/` -> `allminilml6v2`: the name's last part, [a-z0-9] only."""
+    last = Path(name.rstrip("/\\")).name or name
+    return re.sub(r"[^a-z0-9]", "", last.lower())
+
+
+def resolve_encoder(
+    name: str, label: Optional[str] = None, ext_vars: Optional[Dict[str, str]] = None
+) -> Encoder:
+    """`elmo`, or a transformers name or folder (`TUNE_BERT_MODEL`); see the module docstring."""
+    ext_vars = ext_vars or {}
+    given = label is not None
+    label = label if given else encoder_label(name)
+    if not ENCODER_LABEL.match(label):
+        source = "--encoder-label" if given else f"--encoder {name}"
+        raise ConfigurationError(
+            f"The encoder label {label!r} (from {source}) must be lowercase letters and digits, "
+            "the middle part of run names <task>_<encoder>_<mode>; give one with "
+            "--encoder-label, e.g. --encoder-label minilm."
+        )
+    if name == ELMO:
+        return Encoder(family=ELMO, label=label, name=name, ext_vars={})
+    if BERT_MODEL_EXT_VAR in ext_vars:
+        raise ConfigurationError(
+            f"--ext-var {BERT_MODEL_EXT_VAR} and --encoder {name} both name the model; give it "
+            "once, with --encoder."
+        )
+    local = os.path.isdir(name)
+    model = os.path.abspath(name) if local else name
+    # "": each run reads the size off the folder's config.json (allennlp_tune.config_vars), so
+    # a TUNE_BERT_DIM derived for another model in this environment is not inherited.
+    sizes = {"TUNE_BERT_DIM": ""} if local and "TUNE_BERT_DIM" not in ext_vars else {}
+    return Encoder(
+        family="bert", label=label, name=name, ext_vars={BERT_MODEL_EXT_VAR: model, **sizes}
+    )
+
+
+def _jsonnet_patch(patch: Dict[str, Any]) -> str:
+    """`{"train": ..., "reader"+: {...}}`, a field a line: readers are merged, not replaced."""
+    fields = [
+        f"  {json.dumps(key)}{'+' if isinstance(value, dict) else ''}: {json.dumps(value)},\n"
+        for key, value in patch.items()
+    ]
+    return "{\n" + "".join(fields) + "}"
+
+
+def config_text(task: Task, encoder: Encoder, mode: str) -> str:
+    """The Jsonnet of one cell: `cell(task, encoder, mode)` over the package's library."""
+    task_expression = f"import {json.dumps(str(task.source))}"
+    if task.patch:
+        task_expression = f"({task_expression}) + {_jsonnet_patch(task.patch)}"
+    model = encoder.ext_vars.get(BERT_MODEL_EXT_VAR, "TUNE_ELMO_OPTIONS / TUNE_ELMO_WEIGHTS")
+    return (
+        "// Written by `allennlp tune-compare`, and checked against every rerun into this folder.\n"
+        f"// task {task.name}: {task.source}\n"
+        f"// encoder {encoder.label}: {encoder.family}, {model}; mode {mode}\n"
+        f"local experiment = import {json.dumps(str(EXPERIMENT))};\n"
+        f"local task = {task_expression};\n\n"
+        f"experiment.cell(task, {json.dumps(encoder.family)}, {json.dumps(mode)})\n"
+    )
+
+
+def write_configs(
+    task: Task,
+    encoder: Encoder,
+    modes: Sequence[str],
+    results_dir: Path,
+    ext_vars: Dict[str, str],
+) -> List[Path]:
+    """
+    Writes `RESULTS_DIR/configs/<task>_<label>_<mode>.jsonnet` per mode and renders each once.
+    An existing file that differs (another task file, encoder or library) is refused: the
+    runs already in RESULTS_DIR were trained from it.
+    """
+    folder = Path(results_dir) / CONFIGS_DIR_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    configs = []
+    for mode in modes:
+        if mode not in MODES:
+            raise ConfigurationError(f"--modes {mode!r}: expected {', '.join(MODES)}.")
+        stem = f"{task.name}_{encoder.label}_{mode}"
+        if parse_run_name(stem) != (RunName(task.name, encoder.label, mode), None):
+            raise ConfigurationError(
+                f"The run name {stem} does not read back as task {task.name!r}, encoder "
+                f"{encoder.label!r}, mode {mode!r}; rename the task (its name in {task.source}) "
+                "so that it holds no '_<word>_fe', '_ft' or '_sf' part, and no 'seed'."
+            )
+        path = folder / f"{stem}.jsonnet"
+        text = config_text(task, encoder, mode)
+        if path.is_file() and path.read_text(encoding="utf-8") != text:
+            raise ConfigurationError(
+                f"{path} exists and differs from the config for this task and encoder: "
+                f"{results_dir} holds runs of another task file, encoder or library under the "
+                "same names. Use another --results-dir or --encoder-label, or delete the folder "
+                f"{folder} after moving its runs away."
+            )
+        path.write_text(text, encoding="utf-8")
+        _render(path, ext_vars, f"the {mode} config of task {task.name}")
+        configs.append(path)
+    return configs
+
+
+def run_compare(
+    task_spec: str,
+    encoder: str,
+    modes: Sequence[str],
+    seeds: Sequence[int],
+    results_dir: Path,
+    ext_vars: Optional[Dict[str, str]] = None,
+    overrides: Optional[str] = None,
+    encoder_label: Optional[str] = None,
+    cuda_device: Optional[int] = None,
+    keep_failed: bool = False,
+    keep_checkpoints: bool = False,
+    progress: bool = True,
+) -> GridResult:
+    """Loads the task, writes a config per mode and trains them x seeds (module docstring)."""
+    ext_vars = dict(ext_vars or {})
+    if cuda_device is not None:
+        if CUDA_DEVICE_EXT_VAR in ext_vars:
+            raise ConfigurationError(
+                f"--cuda-device and --ext-var {CUDA_DEVICE_EXT_VAR} both set the device; give "
+                "it once."
+            )
+        ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
+    chosen = resolve_encoder(encoder, encoder_label, ext_vars)
+    ext_vars.update(chosen.ext_vars)
+    task = load_task(task_spec, ext_vars)
+    results_dir = Path(results_dir)
+    configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
+    return run_grid(
+        configs,
+        seeds,
+        results_dir,
+        ext_vars=ext_vars,
+        overrides=overrides,
+        keep_failed=keep_failed,
+        keep_checkpoints=keep_checkpoints,
+        progress=progress,
+    )

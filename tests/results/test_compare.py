@@ -1,0 +1,255 @@
+"""
+`allennlp tune-compare`: a task of one's own (a CSV and a task file outside the checkout) or a
+shipped one, one encoder, fe / ft / sf x seeds, resumable, then the report; the run names and
+the report for tasks that are not the paper's; the epoch shown while a run trains.
+
+The end-to-end tests train the tiny fixture BERT for one epoch (about a minute and a half in all
+on 2 cores).
+"""
+
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from allennlp.commands import main as allennlp_main
+from allennlp.common.checks import ConfigurationError
+
+import allennlp_tune  # noqa: F401  (registers the subcommands, sets the ext var defaults)
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.results.compare import encoder_label, load_task, run_compare
+from allennlp_tune.results.grid import epoch_status
+from allennlp_tune.results.report import render_markdown, report_from_dirs
+from allennlp_tune.results.runs import RunName, parse_run_name
+
+BERT = FIXTURE_MODELS_DIR / "bert-uncased"
+POSITIVE = ["a great film", "wonderful acting", "i loved it", "truly charming", "a joy"]
+NEGATIVE = ["a dull film", "terrible acting", "i hated it", "boring and long", "a waste"]
+
+
+def write_reviews(folder: Path, **task_fields) -> Path:
+    """A sentiment CSV (train 16 rows, dev 8) and its task file, in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("train.csv", 16), ("dev.csv", 8)):
+        with open(folder / name, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["review", "sentiment"])
+            for i in range(rows):
+                texts, label = (POSITIVE, "pos") if i % 2 else (NEGATIVE, "neg")
+                writer.writerow([texts[i % len(texts)], label])
+    task = {
+        "name": "reviews",
+        "kind": "classification",
+        "reader": {
+            "type": "tune_table",
+            "header": True,
+            "text": "review",
+            "label": "sentiment",
+            "labels_file": "train.csv",
+        },
+        "train": "train.csv",
+        "validation": "dev.csv",
+        "metric": "+accuracy",
+    }
+    task.update(task_fields)
+    path = folder / "reviews.jsonnet"
+    path.write_text(json.dumps(task, indent=2), encoding="utf-8")
+    return path
+
+
+def allennlp(monkeypatch, *argv: str) -> int:
+    monkeypatch.setattr(sys, "argv", ["allennlp", *argv])
+    try:
+        allennlp_main(prog="allennlp")
+    except SystemExit as exit:
+        return exit.code
+    return 0
+
+
+def run_names(results: Path):
+    return sorted(
+        f"{path.parent.name}/{path.name}" for path in results.glob("*/seed_*") if path.is_dir()
+    )
+
+
+# Run names and the report ---------------------------------------------------------------------
+
+
+def test_run_names_of_any_task():
+    assert parse_run_name("sick_e_bert_fe_separate") == (
+        RunName("sick_e", "bert", "fe", "separate"),
+        None,
+    )
+    assert parse_run_name("mrpc_elmo_ft_no_biattn") == (
+        RunName("mrpc", "elmo", "ft", "no_biattn"),
+        None,
+    )
+    assert parse_run_name("my_reviews_minilm_sf_seed3") == (
+        RunName("my_reviews", "minilm", "sf"),
+        3,
+    )
+    assert parse_run_name("cola_bert_ft") == (RunName("cola", "bert", "ft"), None)
+    assert parse_run_name("reviews_bert") == (None, None)
+
+
+def test_the_report_lists_other_tasks_after_the_papers(tmp_path, make_run):
+    make_run(tmp_path / "reviews_bert_fe" / "seed_1", 1, 0.75)
+    make_run(tmp_path / "reviews_bert_ft" / "seed_1", 1, 0.80)
+    make_run(tmp_path / "sick_e_bert_ft" / "seed_1", 1, 0.86)
+    make_run(tmp_path / "cola_bert_ft" / "seed_1", 1, 0.40, metric="+mcc")
+    markdown = render_markdown(report_from_dirs([tmp_path]))
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and "Task" not in line]
+    assert rows == [
+        "| SICK-E | accuracy | — | 84.8 | 86.0 (n=1) | 85.8 | — | +1.0 | — |",
+        "| CoLA | MCC | — | — | 40.0 (n=1) | — | — | — | — |",
+        "| reviews | accuracy | 75.0 (n=1) | — | 80.0 (n=1) | — | +5.0 [ft] | — | — |",
+    ]
+
+
+def test_epoch_status_reads_the_last_epoch_and_its_dev_metric(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    assert epoch_status(run) is None
+    config = {"trainer": {"validation_metric": "+pearson", "num_epochs": 3}}
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "metrics_epoch_0.json").write_text(json.dumps({"validation_pearson": 0.5}))
+    (run / "metrics_epoch_1.json").write_text(json.dumps({"validation_pearson": 0.61234}))
+    assert epoch_status(run) == "epoch 2/3, dev pearson 0.6123"
+
+
+# Tasks, encoders and their errors --------------------------------------------------------------
+
+
+def test_a_task_file_of_ones_own_is_resolved_against_its_folder(tmp_path, monkeypatch):
+    path = write_reviews(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    task = load_task("data/reviews.jsonnet")
+    folder = str(tmp_path / "data")
+    assert task.patch == {
+        "train": f"{folder}/train.csv",
+        "validation": f"{folder}/dev.csv",
+        "reader": {"labels_file": f"{folder}/train.csv"},
+        "num_labels": 2,  # the label set of labels_file, read by tune_table
+    }
+    assert task.source == path and not task.shipped
+    listed = write_reviews(
+        tmp_path / "listed", reader={"type": "tune_table", "labels": ["a", "b", "c"]}
+    )
+    assert load_task(str(listed)).patch["num_labels"] == 3
+    given = write_reviews(tmp_path / "given", num_labels=5)
+    assert "num_labels" not in load_task(str(given)).patch
+
+
+def test_a_shipped_task_is_read_from_tune_data_dir():
+    task = load_task("sick_e", {"TUNE_DATA_DIR": str(FIXTURE_DATA_DIR)})
+    assert task.shipped and task.patch == {}
+    assert task.fields["train"] == f"{FIXTURE_DATA_DIR}/sick/SICK.txt"
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"name": "My Reviews"}, "name is 'My Reviews'; expected lowercase letters"),
+        ({"kind": "ranking"}, "kind is 'ranking'; expected one of classification"),
+        ({"metric": None}, "lacks metric"),
+        ({"validation": "nowhere.csv"}, "validation 'nowhere.csv' is "),
+        ({"reader": {"type": "sst2"}}, "needs num_labels (the number of classes)"),
+    ],
+)
+def test_a_task_file_that_cannot_work_is_refused(tmp_path, fields, message):
+    path = write_reviews(tmp_path)
+    task = json.loads(path.read_text())
+    task.update(fields)
+    path.write_text(json.dumps({k: v for k, v in task.items() if v is not None}))
+    with pytest.raises(ConfigurationError, match=re.escape(str(path))) as error:
+        load_task(str(path))
+    assert message in str(error.value)
+
+
+def test_unknown_tasks_bad_labels_and_unusable_modes_are_refused(tmp_path):
+    with pytest.raises(ConfigurationError, match="neither a shipped task .*sick_e.* nor a task"):
+        load_task("sick")
+    assert encoder_label("models/all-MiniLM-L6-v2/") == "allminilml6v2"
+    task = write_reviews(tmp_path / "a")
+    with pytest.raises(ConfigurationError, match="encoder label 'Mini_LM'.*--encoder-label"):
+        run_compare(str(task), str(BERT), ["ft"], [1], tmp_path / "r", encoder_label="Mini_LM")
+    with pytest.raises(ConfigurationError, match="both name the model"):
+        run_compare(
+            str(task), str(BERT), ["ft"], [1], tmp_path / "r", {"TUNE_BERT_MODEL": str(BERT)}
+        )
+    reader = {"type": "tune_table", "header": True, "text": "review", "label": "score"}
+    regression = write_reviews(tmp_path / "b", kind="regression", reader=reader)
+    with pytest.raises(ConfigurationError, match="kind regression has no feature-extraction"):
+        run_compare(str(regression), str(BERT), ["fe"], [1], tmp_path / "r2")
+
+
+# End to end -------------------------------------------------------------------------------------
+
+
+def test_tune_compare_on_a_csv_task_of_ones_own(tmp_path, monkeypatch, capsys):
+    write_reviews(tmp_path / "task")
+    monkeypatch.chdir(tmp_path)
+    argv = ["tune-compare", "task/reviews.jsonnet", "--encoder", str(BERT), "--seeds", "1", "2"]
+    argv += ["--results-dir", "out", "--ext-var", "TUNE_EPOCHS=1", "--no-progress"]
+    assert allennlp(monkeypatch, *argv) == 0
+    printed = capsys.readouterr()
+    results = tmp_path / "out"
+    assert run_names(results) == [
+        f"reviews_bertuncased_{mode}/seed_{seed}" for mode in ("fe", "ft", "sf") for seed in (1, 2)
+    ]
+    for run in results.glob("*/seed_*"):
+        info = json.loads((run / "tune_run.json").read_text())
+        assert info["status"] == "ok" and (run / "model.tar.gz").is_file()
+        # AllenNLP's own rendering of the written config, with the run's seed
+        config = json.loads((run / "config.json").read_text())
+        assert config["random_seed"] == info["seed"] == int(run.name.split("_")[1])
+        assert config["train_data_path"] == str(tmp_path / "task" / "train.csv")
+        assert config["dataset_reader"]["kind"] == "classification"
+        assert config["trainer"]["validation_metric"] == "+accuracy"
+    fe = json.loads((results / "reviews_bertuncased_fe" / "seed_1" / "config.json").read_text())
+    assert fe["model"]["output_layer"]["output_dims"][-1] == 2  # num_labels from labels_file
+    assert "6 trained, 0 already complete, 0 failed" in printed.err
+    assert "## bertuncased" in printed.out
+    row = [line for line in printed.out.splitlines() if line.startswith("| reviews |")]
+    assert len(row) == 1 and row[0].count("(n=2)") == 3 and "| — |" in row[0], printed.out
+
+    archives = {run: (run / "model.tar.gz").stat().st_mtime_ns for run in results.glob("*/seed_*")}
+    assert allennlp(monkeypatch, *argv) == 0
+    again = capsys.readouterr()
+    assert "0 trained, 6 already complete, 0 failed" in again.err
+    assert {run: (run / "model.tar.gz").stat().st_mtime_ns for run in archives} == archives
+    assert row[0] in again.out
+
+    # Another encoder under the same label would mix two experiments in one folder.
+    other = FIXTURE_MODELS_DIR / "bert-cased"
+    refused = argv[:3] + [str(other), "--encoder-label", "bertuncased"] + argv[4:]
+    assert allennlp(monkeypatch, *refused) == 2
+    assert "exists and differs" in capsys.readouterr().err
+
+
+def test_a_shipped_task_trains_as_its_cell_file(tmp_path, monkeypatch, capsys):
+    """`tune-compare sick_e` and `tune-grid training_config/sick_e_bert_ft.jsonnet` agree."""
+    ext_vars = ["--ext-var", f"TUNE_DATA_DIR={FIXTURE_DATA_DIR}", "--ext-var", "TUNE_EPOCHS=1"]
+    common = ["--seeds", "3", "--no-progress", *ext_vars]
+    compare = tmp_path / "compare"
+    argv = ["tune-compare", "sick_e", "--encoder", str(BERT), "--encoder-label", "bert"]
+    assert (
+        allennlp(monkeypatch, *argv, "--modes", "ft", "--results-dir", str(compare), *common) == 0
+    )
+    grid = tmp_path / "grid"
+    cell = str(REPO_ROOT / "training_config" / "sick_e_bert_ft.jsonnet")
+    grid_vars = ["--ext-var", f"TUNE_BERT_MODEL={BERT}"]
+    assert (
+        allennlp(monkeypatch, "tune-grid", cell, "--results-dir", str(grid), *common, *grid_vars)
+        == 0
+    )
+    capsys.readouterr()
+    runs = [root / "sick_e_bert_ft" / "seed_3" for root in (compare, grid)]
+    configs = [json.loads((run / "config.json").read_text()) for run in runs]
+    assert configs[0] == configs[1]
+    assert configs[0]["random_seed"] == 3
+    metrics = [json.loads((run / "metrics.json").read_text()) for run in runs]
+    assert metrics[0]["best_validation_accuracy"] == metrics[1]["best_validation_accuracy"]
+    assert metrics[0]["best_validation_loss"] == metrics[1]["best_validation_loss"]
