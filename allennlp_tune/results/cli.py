@@ -211,7 +211,7 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
         nargs="+",
         choices=("fe", "ft", "sf"),
         default=["fe", "ft", "sf"],
-        help="fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune); default all",
+        help="fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune)",
     )
     subparser.add_argument(
         "--cuda-device", type=int, default=None, help="GPU of every run (TUNE_CUDA_DEVICE)"

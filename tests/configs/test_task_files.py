@@ -8,6 +8,10 @@ its fields say, and a task object that cannot work is refused with a message nam
 
 import json
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any, Dict
 
@@ -139,3 +143,25 @@ def test_an_unusable_task_object_is_refused_naming_the_field(fields, mode, messa
 def test_an_unknown_task_name_lists_the_shipped_ones(tmp_path):
     with pytest.raises(RuntimeError, match="unknown task sick; a shipped task \\(cola, conll2003"):
         render_text(tmp_path, cell_of('"sick"'))
+
+
+def test_a_wheel_ships_the_library_and_the_task_files(tmp_path):
+    """A non-editable install has every file of allennlp_tune/configs (setup.py package_data)."""
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO_ROOT / "allennlp_tune",
+        source / "allennlp_tune",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    for name in ("setup.py", "README.md", "pyproject.toml"):
+        shutil.copy(REPO_ROOT / name, source / name)
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*command, str(source), "-w", str(tmp_path / "wheel")], check=True, cwd=source)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    shipped = {name for name in zipfile.ZipFile(wheel).namelist() if "/configs/" in name}
+    library = {
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in LIBRARY.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert len(library) == 14 and shipped == library
