@@ -91,7 +91,6 @@ def test_allennlp_train_stops_on_a_zero_batch_size_naming_it(tmp_path, monkeypat
     """The command a user runs: the error names TUNE_BATCH_SIZE before anything is built."""
     monkeypatch.setenv("TUNE_DATA_DIR", str(FIXTURE_DATA_DIR))
     monkeypatch.setenv("TUNE_BERT_MODEL", str(FIXTURE_MODELS_DIR / "bert-uncased"))
-    monkeypatch.setenv("TUNE_BERT_DIM", "16")
     monkeypatch.setenv("TUNE_BATCH_SIZE", "0")
     out = tmp_path / "out"
     argv = ["allennlp", "train", str(CONFIG_DIR / "sick_e_bert_ft.jsonnet"), "-s", str(out)]

@@ -33,7 +33,7 @@ def test_allennlp_train_offline_names_the_url_and_the_variables(tmp_path, monkey
         return real_cached_path(url_or_filename, *args, **kwargs)
 
     monkeypatch.setattr(tune_elmo, "cached_path", offline_cached_path)
-    for name in ("TUNE_ELMO_OPTIONS", "TUNE_ELMO_WEIGHTS", "TUNE_ELMO_DIM"):
+    for name in ("TUNE_ELMO_OPTIONS", "TUNE_ELMO_WEIGHTS"):
         monkeypatch.setenv(name, "")  # unset: the configs' default URLs
     monkeypatch.setenv("TUNE_DATA_DIR", str(FIXTURE_DATA_DIR))
     monkeypatch.setenv("TUNE_MAX_INSTANCES", "4")

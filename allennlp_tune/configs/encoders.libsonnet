@@ -9,7 +9,6 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
     local model = vars.bert_model(std.get(task, "cased", false)),
     name: "bert",
     key: "tokens",
-    dim: vars.bert_dim,
     tokenizer: {type: "pretrained_transformer", model_name: model},
     // NER reads words and takes each word's first wordpiece in the model.
     indexer: {
@@ -27,7 +26,6 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
   elmo(mode, layers="all"):: {
     name: "elmo",
     key: "elmo_chars",  // not "elmo": BCN reserves that key for its own ELMo
-    dim: vars.elmo_dim,
     tokenizer: null,  // the readers' default, spaCy's rule-based English tokenizer
     indexer: {type: "elmo_characters"},
     embedder: {

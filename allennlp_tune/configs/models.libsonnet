@@ -3,9 +3,12 @@
 // and appendix A).
 local vars = import "vars.libsonnet";
 
+// `input` null: the model sets `input_size` from its embedder (it reads the encoder's size
+// off the model it loads), so no config variable carries the encoder's width.
 local lstm(input, hidden, layers=1, dropout=0.0) = {
-  type: "lstm", input_size: input, hidden_size: hidden, num_layers: layers, bidirectional: true,
-} + (if dropout > 0 then {dropout: dropout} else {});
+  type: "lstm", hidden_size: hidden, num_layers: layers, bidirectional: true,
+} + (if input != null then {input_size: input} else {})
+  + (if dropout > 0 then {dropout: dropout} else {});
 
 // For the networks that drop out their embedded input themselves (ESIM, BCN, the CRF tagger):
 // ELMo's own output dropout is off, so the embeddings are dropped out once, by the network, as in
@@ -38,7 +41,7 @@ local classification_extras(task) =
   esim(task, encoder):: {
     type: if std.get(task, "regression", false) then "esim_regression" else "tune_esim",
     text_field_embedder: embedders(encoder),
-    encoder: lstm(encoder.dim, 300),
+    encoder: lstm(null, 300),
     matrix_attention: {type: "dot_product"},
     projection_feedforward: {
       input_dim: 2400, hidden_dims: 300, num_layers: 1, activations: "relu",
@@ -61,7 +64,7 @@ local classification_extras(task) =
     text_field_embedder: embedders(encoder),
     embedding_dropout: vars.dropout(0.5),
     pre_encode_feedforward: {
-      input_dim: encoder.dim, num_layers: 1, hidden_dims: [300], activations: ["relu"],
+      num_layers: 1, hidden_dims: [300], activations: ["relu"],
       dropout: [0.25],
     },
     encoder: lstm(300, 300),
@@ -83,7 +86,7 @@ local classification_extras(task) =
     include_start_end_transitions: false,
     dropout: vars.dropout(0.5),
     regularizer: {regexes: [["scalar_parameters", {type: "l2", alpha: 0.1}]]},
-  } + (if bilstm then {encoder: lstm(encoder.dim, 200, 2, dropout=0.5)} else {}),
+  } + (if bilstm then {encoder: lstm(null, 200, 2, dropout=0.5)} else {}),
 
   // BERT NER: each word's first wordpiece and a softmax; for frozen features, a two-layer
   // BiLSTM runs over all wordpieces first (paper, appendix A.1).
@@ -92,7 +95,7 @@ local classification_extras(task) =
     text_field_embedder: embedders(encoder, network_drops_out_input=false),
     first_wordpiece: true,
     label_encoding: "BIO",
-  } + (if bilstm then {wordpiece_encoder: lstm(encoder.dim, 200, 2)} else {}),
+  } + (if bilstm then {wordpiece_encoder: lstm(null, 200, 2)} else {}),
 
   // One text or a jointly encoded pair: pooled states + softmax / regression. BERT: [CLS]
   // (TUNE_POOLING=mean for sentence-embedding models); ELMo: max pooling over the LM states.
@@ -109,7 +112,7 @@ local classification_extras(task) =
   bi_attention(task, encoder, bi_attention=true):: {
     type: "pair_classifier",
     text_field_embedder: embedders(encoder, network_drops_out_input=false),
-    pair_encoder: {type: "bi_attention_pair", input_dim: encoder.dim, bi_attention: bi_attention},
+    pair_encoder: {type: "bi_attention_pair", bi_attention: bi_attention},
     dropout: vars.dropout(0.1),
     regression: std.get(task, "regression", false),
   } + classification_extras(task),

@@ -83,11 +83,9 @@ local boolean(name, default) =
 
   // BERT-base, uncased for every task but NER (paper, appendix A).
   bert_model(cased=false):: get("TUNE_BERT_MODEL", if cased then "bert-base-cased" else "bert-base-uncased"),
-  bert_dim:: number("TUNE_BERT_DIM", 768, integer=true, min=1),
   // The original ELMo (2x4096_512_2048cnn_2xhighway, 5.5B), as AllenNLP publishes it.
   elmo_options:: get("TUNE_ELMO_OPTIONS", "https://allennlp.s3.amazonaws.com/models/elmo/2x4096_512_2048cnn_2xhighway_5.5B/elmo_2x4096_512_2048cnn_2xhighway_5.5B_options.json"),
   elmo_weights:: get("TUNE_ELMO_WEIGHTS", "https://allennlp.s3.amazonaws.com/models/elmo/2x4096_512_2048cnn_2xhighway_5.5B/elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5"),
-  elmo_dim:: number("TUNE_ELMO_DIM", 1024, integer=true, min=1),
 
   epochs(default):: number("TUNE_EPOCHS", default, integer=true, min=1),
   batch_size(default):: number("TUNE_BATCH_SIZE", default, integer=true, min=1),

@@ -240,12 +240,7 @@ def resolve_encoder(
         )
     local = os.path.isdir(name)
     model = os.path.abspath(name) if local else name
-    # "": each run reads the size off the folder's config.json (allennlp_tune.config_vars), so
-    # a TUNE_BERT_DIM derived for another model in this environment is not inherited.
-    sizes = {"TUNE_BERT_DIM": ""} if local and "TUNE_BERT_DIM" not in ext_vars else {}
-    return Encoder(
-        family="bert", label=label, name=name, ext_vars={BERT_MODEL_EXT_VAR: model, **sizes}
-    )
+    return Encoder(family="bert", label=label, name=name, ext_vars={BERT_MODEL_EXT_VAR: model})
 
 
 def _jsonnet_patch(patch: Dict[str, Any]) -> str:

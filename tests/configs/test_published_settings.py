@@ -136,10 +136,8 @@ def build_model(name: str, monkeypatch, tmp_path) -> Model:
     fixture_vars = {
         "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
         "TUNE_BERT_MODEL": str(FIXTURE_MODELS_DIR / ("bert-cased" if cased else "bert-uncased")),
-        "TUNE_BERT_DIM": "16",
         "TUNE_ELMO_OPTIONS": str(FIXTURE_MODELS_DIR / "elmo" / "options.json"),
         "TUNE_ELMO_WEIGHTS": str(FIXTURE_MODELS_DIR / "elmo" / "weights.hdf5"),
-        "TUNE_ELMO_DIM": "16",
         "TUNE_FEATURE_CACHE": "false",
     }
     for variable, value in fixture_vars.items():

@@ -30,10 +30,8 @@ SNAPSHOT = REPO_ROOT / "tests" / "fixtures_configs" / "rendered_training_configs
 PLACEHOLDER_EXT_VARS = {name: "" for name in CONFIG_VARS} | {
     "TUNE_DATA_DIR": "DATA",
     "TUNE_BERT_MODEL": "BERT",
-    "TUNE_BERT_DIM": "16",
     "TUNE_ELMO_OPTIONS": "ELMO_OPTIONS",
     "TUNE_ELMO_WEIGHTS": "ELMO_WEIGHTS",
-    "TUNE_ELMO_DIM": "16",
 }
 
 

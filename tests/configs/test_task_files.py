@@ -28,10 +28,8 @@ CELLS = sorted((REPO_ROOT / "training_config").glob("*.jsonnet"))
 EXT_VARS = {name: "" for name in CONFIG_VARS} | {
     "TUNE_DATA_DIR": "DATA",
     "TUNE_BERT_MODEL": "BERT",
-    "TUNE_BERT_DIM": "16",
     "TUNE_ELMO_OPTIONS": "ELMO_OPTIONS",
     "TUNE_ELMO_WEIGHTS": "ELMO_WEIGHTS",
-    "TUNE_ELMO_DIM": "16",
 }
 CELL_CALL = re.compile(r'\(import "[^"]*experiment\.libsonnet"\)\.cell\("(?P<task>\w+)",')
 

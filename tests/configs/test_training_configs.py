@@ -49,10 +49,8 @@ def fixture_ext_vars(config: Path, cache_dir: Path) -> Dict[str, str]:
     return {
         "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
         "TUNE_BERT_MODEL": str(FIXTURE_MODELS_DIR / ("bert-cased" if cased else "bert-uncased")),
-        "TUNE_BERT_DIM": "16",
         "TUNE_ELMO_OPTIONS": str(FIXTURE_MODELS_DIR / "elmo" / "options.json"),
         "TUNE_ELMO_WEIGHTS": str(FIXTURE_MODELS_DIR / "elmo" / "weights.hdf5"),
-        "TUNE_ELMO_DIM": "16",
         # Stack-then-finetune gets one frozen and one fine-tuning epoch, the others one epoch.
         "TUNE_EPOCHS": "2" if config.stem.endswith("_sf") else "1",
         "TUNE_FROZEN_EPOCHS": "1",

@@ -225,7 +225,6 @@ def test_training_with_max_instances_zero_stops_at_the_reader(tmp_path, monkeypa
     """It used to end in a misleading "vocabulary has no labels ... set regression" error."""
     monkeypatch.setenv("TUNE_DATA_DIR", str(FIXTURE_DATA_DIR))
     monkeypatch.setenv("TUNE_BERT_MODEL", str(FIXTURE_MODELS_DIR / "bert-uncased"))
-    monkeypatch.setenv("TUNE_BERT_DIM", "16")
     monkeypatch.setenv("TUNE_MAX_INSTANCES", "")  # unset: the config default, all
     config = REPO_ROOT / "training_config" / "sst2_bert_ft.jsonnet"
     # (The configs refuse TUNE_MAX_INSTANCES=0 themselves; a user's own config or an override

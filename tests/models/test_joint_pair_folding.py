@@ -152,7 +152,6 @@ def run_allennlp(monkeypatch, *argv: str) -> None:
 def test_configs_train_and_predict_on_pairs_longer_than_the_model(config, tmp_path, monkeypatch):
     for name, value in {
         "TUNE_BERT_MODEL": BERT,
-        "TUNE_BERT_DIM": "16",
         "TUNE_EPOCHS": "1",
         "TUNE_BATCH_SIZE": "2",
         "TUNE_FEATURE_CACHE_DIR": str(tmp_path / "cache"),

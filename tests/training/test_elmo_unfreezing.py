@@ -23,7 +23,6 @@ def test_gradual_unfreezing_reaches_the_lstm_layers_of_the_elmo_ft_cell(tmp_path
         "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
         "TUNE_ELMO_OPTIONS": str(ELMO / "options.json"),
         "TUNE_ELMO_WEIGHTS": str(ELMO / "weights.hdf5"),
-        "TUNE_ELMO_DIM": "16",
         "TUNE_EPOCHS": "3",  # epoch 0: head; 1: + lstm_1; 2: + lstm_0; char_cnn would be next
         "TUNE_BATCH_SIZE": "4",
     }.items():

@@ -27,7 +27,6 @@ def fixture_vars(cache: Path) -> Dict[str, str]:
     return {
         "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
         "TUNE_BERT_MODEL": str(FIXTURE_MODELS_DIR / "bert-uncased"),
-        "TUNE_BERT_DIM": "16",
         "TUNE_EPOCHS": "1",
         "TUNE_BATCH_SIZE": "4",
         "TUNE_FEATURE_CACHE_DIR": str(cache),
