@@ -135,6 +135,10 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             self.transformer_model.pooler = None
 
         self._owner = owner
+        # The tokenizer's name and options: a joint pair's separator id comes from them
+        # (allennlp_tune/models/joint_pair.py).
+        self._model_name = model_name
+        self._tokenizer_kwargs = tokenizer_kwargs
         self._max_positions = getattr(self.config, "max_position_embeddings", None)
         if max_length is not None and self._max_positions and max_length > self._max_positions:
             raise ConfigurationError(
