@@ -20,7 +20,8 @@ class EsimRegression(ESIM):
     for SICK-R and STS-B ("the ESIM model, modified as needed to support regression"). Everything
     up to `output_logit` is ESIM's own; `output_logit` must output one value, which is the score,
     trained with mean squared error against the reader's float label. Like `tune_esim`, it
-    reads separately encoded pairs or a jointly encoded one (split by token type id).
+    reads separately encoded pairs or a jointly encoded one (split by token type id, or at the
+    separator for tokenizers without type ids).
 
     Metrics: `pearson` (primary, as in the paper: `"validation_metric": "+pearson"`),
     `spearman`, `mse`. Output: `score`, one float per pair. The default predictor,
