@@ -78,7 +78,9 @@ class JointPairEmbedder(TextFieldEmbedder):
                 )
             # Shape: (batch_size, num_wordpieces) each
             separator_first, separator_second = _separator_masks(
-                _token_ids(tokens), mask, self.separator_id()
+                _indexer_tensor(tokens, "token_ids", "split at its separators"),
+                mask,
+                self.separator_id(),
             )
             # Shape: (batch_size, 1)
             untyped = ~typed.unsqueeze(1)
@@ -230,7 +232,7 @@ def _second_sentence_mask(tokens: TextFieldTensors, mask: torch.BoolTensor) -> t
     `torch.BoolTensor`
         Shape: `(batch_size, num_wordpieces)`.
     """
-    type_ids = _type_ids(tokens)
+    type_ids = _indexer_tensor(tokens, "type_ids", "split into its two sentences")
     segment_concat_mask = _segment_concat_mask(tokens)
     if segment_concat_mask is None:
         return mask & (type_ids == 1)
@@ -248,26 +250,15 @@ def _second_sentence_mask(tokens: TextFieldTensors, mask: torch.BoolTensor) -> t
     return mask & (positions >= start.unsqueeze(1))
 
 
-def _type_ids(tokens: TextFieldTensors) -> torch.Tensor:
+def _indexer_tensor(tokens: TextFieldTensors, key: str, needed_for: str) -> torch.Tensor:
+    """The indexer's `key` tensor (`type_ids`, `token_ids`) of a joint field, or a clear error."""
     for indexer_tensors in tokens.values():
-        if "type_ids" in indexer_tensors:
-            return indexer_tensors["type_ids"]
+        if key in indexer_tensors:
+            return indexer_tensors[key]
     raise ConfigurationError(
-        f"ESIM got a joint `tokens` field whose indexer gives {_keys(tokens)} but no 'type_ids', "
-        "so the pair cannot be split into its two sentences. Use a 'pretrained_transformer' "
-        "indexer (joint encoding), or the reader's pair_encoding 'separate'."
-    )
-
-
-def _token_ids(tokens: TextFieldTensors) -> torch.Tensor:
-    for indexer_tensors in tokens.values():
-        if "token_ids" in indexer_tensors:
-            return indexer_tensors["token_ids"]
-    raise ConfigurationError(
-        f"ESIM got a joint `tokens` field whose indexer gives {_keys(tokens)} but no "
-        "'token_ids', so the pair cannot be split at its separators. Use a "
-        "'pretrained_transformer' indexer (joint encoding), or the reader's pair_encoding "
-        "'separate'."
+        f"ESIM got a joint `tokens` field whose indexer gives {_keys(tokens)} but no {key!r}, "
+        f"so the pair cannot be {needed_for}. Use a 'pretrained_transformer' indexer (joint "
+        "encoding), or the reader's pair_encoding 'separate'."
     )
 
 

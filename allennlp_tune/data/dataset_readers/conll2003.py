@@ -33,6 +33,15 @@ def iob1_to_iob2(tags: List[str]) -> List[str]:
     return converted
 
 
+def check_entity_type(tag: str, types: Optional[Sequence[str]], where: str) -> None:
+    """Raises `InvalidRow` if `types` is given and `tag`'s type (`B-PER`: `PER`) is not one."""
+    if types is not None and tag != "O" and tag[2:] not in types:
+        raise InvalidRow(
+            f"{where} has the entity type {tag[2:]!r}, expected one of {', '.join(types)}. If "
+            "your data has other types, list them all in the reader's `entity_types`"
+        )
+
+
 def check_tags(
     tags: List[str],
     scheme: str,
@@ -51,12 +60,7 @@ def check_tags(
             token += f" (line {line_numbers[index]})"
         if tag != "O" and (len(tag) < 3 or tag[:2] not in ("B-", "I-")):
             raise InvalidRow(f"{column} tag {tag!r} of {token} is not O, B-X or I-X")
-        if types is not None and tag != "O" and tag[2:] not in types:
-            raise InvalidRow(
-                f"{column} tag {tag!r} of {token} has the entity type {tag[2:]!r}, expected one "
-                f"of {', '.join(types)}. If your data has other types, list them all in the "
-                "reader's `entity_types`"
-            )
+        check_entity_type(tag, types, f"{column} tag {tag!r} of {token}")
         continues = previous != "O" and previous[2:] == tag[2:]
         if scheme == "IOB2" and tag.startswith("I-") and not continues:
             raise InvalidRow(

@@ -8,7 +8,11 @@ from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import TokenIndexer
 from allennlp.data.tokenizers import Token, WhitespaceTokenizer
 
-from allennlp_tune.data.dataset_readers.conll2003 import check_tags, iob1_to_iob2
+from allennlp_tune.data.dataset_readers.conll2003 import (
+    check_entity_type,
+    check_tags,
+    iob1_to_iob2,
+)
 from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, TaskReader
 
 SCHEMES = ("IOB1", "IOB2", "BIOUL", "none")
@@ -33,12 +37,7 @@ def check_bioul(tags: List[str], types: Optional[Sequence[str]], line_numbers: L
         token = f"token {index + 1} (line {line_numbers[index]})"
         if tag != "O" and (len(tag) < 3 or tag[:2] not in ("B-", "I-", "L-", "U-")):
             raise InvalidRow(f"tag {tag!r} of {token} is not O, B-X, I-X, L-X or U-X (BIOUL)")
-        if types is not None and tag != "O" and tag[2:] not in types:
-            raise InvalidRow(
-                f"tag {tag!r} of {token} has the entity type {tag[2:]!r}, expected one of "
-                f"{', '.join(types)}. If your data has other types, list them all in the "
-                "reader's `entity_types`"
-            )
+        check_entity_type(tag, types, f"tag {tag!r} of {token}")
         inside = previous[:2] in ("B-", "I-")
         if inside and (tag[:2] not in ("I-", "L-") or tag[2:] != previous[2:]):
             raise InvalidRow(
