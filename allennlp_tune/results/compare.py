@@ -345,4 +345,5 @@ def run_compare(
         keep_failed=keep_failed,
         keep_checkpoints=keep_checkpoints,
         progress=progress,
+        tool="tune-compare",
     )

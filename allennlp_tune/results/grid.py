@@ -451,11 +451,13 @@ def run_grid(
     keep_checkpoints: bool = False,
     runner: Runner = train_subprocess,
     progress: bool = True,
+    tool: str = "tune-grid",
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
     layout and for what is skipped, moved aside and rerun). `KeyboardInterrupt` propagates after
-    the run in progress is stopped; that run is the only one lost.
+    the run in progress is stopped; that run is the only one lost. `tool` names the command
+    that runs the grid in its progress bar, its messages and each run's `tune_run.json`.
     """
     from tqdm import tqdm
 
@@ -474,9 +476,7 @@ def run_grid(
     # Taken before anything is moved aside, held until the shared cache is gone: the run of a
     # live writer is left alone.
     with _ResultsDirLock(results_dir) as lock:
-        bar = tqdm(
-            total=len(jobs), unit="run", desc="tune-grid", disable=not progress, file=sys.stderr
-        )
+        bar = tqdm(total=len(jobs), unit="run", desc=tool, disable=not progress, file=sys.stderr)
         with bar, _SigtermAsInterrupt():
             for config, seed in jobs:
                 stem = config_stem(config)
@@ -500,7 +500,7 @@ def run_grid(
                     if pending_log.exists() and not (aside / RUN_LOG_NAME).exists():
                         os.replace(pending_log, aside / RUN_LOG_NAME)
                     result.moved_aside.append(aside)
-                    bar.write(f"tune-grid: moved the unfinished {run_dir} aside to {aside.name}")
+                    bar.write(f"{tool}: moved the unfinished {run_dir} aside to {aside.name}")
                 run_dir.parent.mkdir(parents=True, exist_ok=True)
 
                 environment = dict(os.environ)
@@ -513,7 +513,7 @@ def run_grid(
                 command = train_command(config, run_dir, overrides)
                 name, _ = parse_run_name(stem)
                 info = {
-                    "tool": "tune-grid",
+                    "tool": tool,
                     "config": str(config.resolve()),
                     "config_stem": stem,
                     "task": name.task if name else None,
@@ -552,7 +552,7 @@ def run_grid(
                     info["error"] = f"{reason}: {last}" if last else reason
                     result.failed.append(run_dir)
                     bar.write(
-                        f"tune-grid: {stem} seed {seed} failed ({info['error']}); "
+                        f"{tool}: {stem} seed {seed} failed ({info['error']}); "
                         f"log: {run_dir / RUN_LOG_NAME}"
                     )
                 else:

@@ -206,6 +206,7 @@ def test_tune_compare_on_a_csv_task_of_ones_own(tmp_path, monkeypatch, capsys):
     for run in results.glob("*/seed_*"):
         info = json.loads((run / "tune_run.json").read_text())
         assert info["status"] == "ok" and (run / "model.tar.gz").is_file()
+        assert info["tool"] == "tune-compare"
         # AllenNLP's own rendering of the written config, with the run's seed
         config = json.loads((run / "config.json").read_text())
         assert config["random_seed"] == info["seed"] == int(run.name.split("_")[1])
