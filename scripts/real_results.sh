@@ -10,6 +10,8 @@
 #                                     # 3 tune-search trials over TUNE_LR and TUNE_EPOCHS
 #   scripts/real_results.sh recipe    # ft at 1e-4 x 5 epochs x 3 seeds on SICK-E, SICK-R, MRPC, STS-B
 #   scripts/real_results.sh recipe_sf # sf with the same fine-tuning phase (2 frozen + 5), seed 1
+#   scripts/real_results.sh compare   # SICK-E and STS-B as a user's own files vs the shipped tasks,
+#                                     # both through tune-compare (fe / ft, seed 1, 2 epochs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -118,6 +120,20 @@ recipe_sf() {
   $BIN/allennlp tune-grid training_config/{sick_e,sick_r,mrpc,sts_b}_bert_sf.jsonnet \
     --seeds 1 --results-dir "$RUNS/sf_1e-4_5ep" --no-progress "${MINILM_VARS[@]}" \
     --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7
+}
+
+compare() {
+  # Issue #14, as a new user would: SICK-E and STS-B exported from the data folder as a CSV and
+  # JSON lines with other column names and task files of their own (scripts/export_user_tasks.py),
+  # then tune-compare on them and on the shipped tasks sick_e and sts_b, same seed and recipe
+  # (the configs' defaults with TUNE_EPOCHS=2, to fit 8 runs on 2 cores). The scores must be equal.
+  $BIN/python scripts/export_user_tasks.py "$RUNS/user_tasks" --data-dir "$DATA"
+  for task in "$RUNS/user_tasks/sick_e_table/task.json" sick_e \
+              "$RUNS/user_tasks/sts_b_table/task.json" sts_b; do
+    $BIN/allennlp tune-compare "$task" --encoder "$MINILM" --encoder-label minilm --modes fe ft \
+      --seeds 1 --results-dir "$RUNS/compare" --no-progress --ext-var TUNE_POOLING=mean \
+      --ext-var TUNE_EPOCHS=2
+  done
 }
 
 stages=("$@")
