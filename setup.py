@@ -24,6 +24,7 @@ setup(
         "scipy",
         "scikit-learn",
         "matplotlib",
+        "peft>=0.17",
     ],
     license="Apache-2.0",
 )
