@@ -1,0 +1,179 @@
+"""
+What a training run cost: parameters trained and stored, time per epoch, peak memory.
+
+The `tune_cost` callback writes `cost.json` into the serialization directory after every epoch
+(so a run that is stopped still has one) and when training ends:
+
+```json
+{
+  "trainable_params": 1181954,          // the most that required grad at any epoch start
+  "encoder_trainable_params": 13,       // the same, counting only the encoder's parameters
+  "total_params": 110664194,
+  "encoder_params": 109482240,
+  "stored_params": 110664194,           // model.state_dict() at the end: what the archive keeps
+  "epoch_seconds": [41.2, 40.8],        // wall seconds per epoch, validation included
+  "mean_epoch_seconds": 41.0,
+  "peak_rss_mb": 2310.5,                // of the training process (ru_maxrss)
+  "peak_gpu_mb": null,                  // torch.cuda.max_memory_allocated on CUDA, else null
+  "epochs": 2,
+  "finished": true                      // false while training (or when it was stopped)
+}
+```
+
+Trainable parameters are counted (`requires_grad`) when training starts and at the start of
+every epoch (its first training batch), and the maximum is kept: stack-then-finetune and
+gradual unfreezing train more of the encoder later. The *encoder* is every token embedder of
+the model (its pretrained weights and, where it has one, its scalar mix; adapters or LoRA
+matrices inside it count too). Under `freeze_by: "masking"` (distributed training) frozen
+parameters keep `requires_grad` and are counted as trainable.
+
+`stored_params` counts the elements of the model's `state_dict()` tensors when training ends:
+an embedder whose state dict leaves out what it does not train (bitfit, lora) stores fewer
+parameters than the model has.
+
+Registered as a `TrainerCallback` with name "tune_cost":
+`"callbacks": [{"type": "tune_cost"}]`. Only the primary process writes.
+"""
+
+import logging
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+from allennlp.modules.token_embedders import TokenEmbedder
+from allennlp.training.callbacks import TrainerCallback
+
+from allennlp_tune.results.runs import write_json
+
+logger = logging.getLogger(__name__)
+
+COST_NAME = "cost.json"
+
+
+def encoder_parameters(model: torch.nn.Module) -> List[torch.nn.Parameter]:
+    """The parameters of the model's token embedders, each once."""
+    seen: Dict[int, torch.nn.Parameter] = {}
+    for module in model.modules():
+        if isinstance(module, TokenEmbedder):
+            for parameter in module.parameters():
+                seen.setdefault(id(parameter), parameter)
+    return list(seen.values())
+
+
+def count(parameters, trainable_only: bool = False) -> int:
+    return sum(p.numel() for p in parameters if p.requires_grad or not trainable_only)
+
+
+def stored_parameters(model: torch.nn.Module) -> int:
+    """Elements of the tensors in `model.state_dict()` (what `best.th` and the archive keep)."""
+    return sum(
+        value.numel() for value in model.state_dict().values() if isinstance(value, torch.Tensor)
+    )
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size in MB (`ru_maxrss`: KB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    divisor = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return round(peak / divisor, 1)
+
+
+def peak_gpu_mb(model: torch.nn.Module) -> Optional[float]:
+    """`torch.cuda.max_memory_allocated` of the model's device in MB; `None` off CUDA."""
+    devices = {p.device for p in model.parameters() if p.device.type == "cuda"}
+    if not devices or not torch.cuda.is_available():
+        return None
+    return round(max(torch.cuda.max_memory_allocated(d) for d in devices) / 2**20, 1)
+
+
+@TrainerCallback.register("tune_cost")
+class CostCallback(TrainerCallback):
+    """Writes `cost.json` (see the module docstring). No parameters."""
+
+    def __init__(self, serialization_dir: str) -> None:
+        super().__init__(serialization_dir)
+        self._trainable = 0
+        self._encoder_trainable = 0
+        self._epoch_seconds: List[float] = []
+        self._mark: Optional[float] = None
+
+    def _count_trainable(self, trainer) -> None:
+        model = trainer.model
+        self._trainable = max(self._trainable, count(model.parameters(), trainable_only=True))
+        encoder = encoder_parameters(model)
+        self._encoder_trainable = max(self._encoder_trainable, count(encoder, trainable_only=True))
+
+    def cost(self, trainer, finished: bool) -> Dict[str, Any]:
+        model = trainer.model
+        seconds = self._epoch_seconds
+        return {
+            "trainable_params": self._trainable,
+            "encoder_trainable_params": self._encoder_trainable,
+            "total_params": count(model.parameters()),
+            "encoder_params": count(encoder_parameters(model)),
+            "stored_params": stored_parameters(model),
+            "epoch_seconds": [round(s, 3) for s in seconds],
+            "mean_epoch_seconds": round(sum(seconds) / len(seconds), 3) if seconds else None,
+            "peak_rss_mb": peak_rss_mb(),
+            "peak_gpu_mb": peak_gpu_mb(model),
+            "epochs": len(seconds),
+            "finished": finished,
+        }
+
+    def _write(self, trainer, finished: bool) -> None:
+        if not self.serialization_dir:
+            return
+        try:
+            write_json(Path(self.serialization_dir) / COST_NAME, self.cost(trainer, finished))
+        except OSError as error:  # a cost record is never worth a failed run
+            logger.warning("tune_cost: could not write %s: %s", COST_NAME, error)
+
+    def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
+        super().on_start(trainer, is_primary=is_primary, **kwargs)
+        self._count_trainable(trainer)
+        self._mark = time.monotonic()
+
+    def on_batch(
+        self,
+        trainer,
+        batch_inputs,
+        batch_outputs,
+        batch_metrics,
+        epoch: int,
+        batch_number: int,
+        is_training: bool,
+        is_primary: bool = True,
+        batch_grad_norm: Optional[float] = None,
+        **kwargs,
+    ) -> None:
+        if is_training and batch_number == 1:
+            # The epoch's trainable set, whichever order the callbacks changed it in.
+            self._count_trainable(trainer)
+
+    def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary=True, **kwargs):
+        now = time.monotonic()
+        if self._mark is not None:
+            self._epoch_seconds.append(now - self._mark)
+        self._mark = now
+        self._count_trainable(trainer)
+        if is_primary:
+            self._write(trainer, finished=False)
+
+    def on_end(self, trainer, metrics=None, epoch=None, is_primary=True, **kwargs) -> None:
+        if is_primary:
+            self._write(trainer, finished=metrics is not None)
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {
+            "trainable": self._trainable,
+            "encoder_trainable": self._encoder_trainable,
+            "epoch_seconds": list(self._epoch_seconds),
+        }
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        self._trainable = state_dict.get("trainable", 0)
+        self._encoder_trainable = state_dict.get("encoder_trainable", 0)
+        self._epoch_seconds = list(state_dict.get("epoch_seconds", []))
