@@ -28,15 +28,77 @@ Not a registered component: the embedders build one from their `feature_cache` p
   `memory_mb`; nothing else is held in memory. The LRU holds them as float32 (the float16
   values, converted once), so that a cached epoch does no conversion: twice the bytes of the
   disk entry count against the budget.
-- **Disk is not bounded.** Nothing is evicted from disk (about `2 * layers * tokens * dim`
-  bytes per sentence: 71 MiB for 500 SICK pairs with MiniLM's 7 layers); delete the folder to
-  reclaim it. The default folder inside the serialization directory goes with the run.
+- **Only what is mixed.** An entry holds the layers the embedder's `layers` selects, no
+  others (`tune_transformer` stacks `hidden_states[i]` for the selected `i` before it caches
+  them, `tune_elmo` the selected activations), and the selection is part of the key:
+  `layers: "top"` stores one layer, `"all"` of MiniLM seven. Choosing fewer layers is the one
+  setting that shrinks the store without changing what the selected layers give.
+- **Bounded disk.** Writing stops (for the rest of the run) before an entry would take the
+  folder past `disk_mb`, or the folder's file system below `min_free_mb` of free space. Entries
+  that are not written are computed as if there were no cache, every epoch (through float16
+  exactly like a cached entry, so results are identical whatever is cached; only the time
+  differs); entries already on disk are still read, including those written by other runs
+  sharing the folder. One WARNING, when writing first stops, says how much is cached and names
+  the setting to change. See "The disk budget" below.
+- **About `2 * layers * wordpieces * dim` bytes per sequence** on disk (71 MiB for 500 SICK
+  pairs with MiniLM's 7 layers), plus a header of about 180 bytes and the file system's
+  rounding to its block size per entry: `estimated_cache_bytes` gives the size of a data set's
+  cache and `check_budget` says before a run whether it fits. Delete the folder to reclaim it;
+  the default folder inside the serialization directory goes with the run.
+
+# The `feature_cache` parameter
+
+The `tune_transformer`, `tune_transformer_mismatched` and `tune_elmo` embedders take
+`feature_cache: {...}` (`{}` for every default; leave it out for no cache), with the keys:
+
+- `directory` (string, default: the environment variable `TUNE_FEATURE_CACHE_DIR`, else
+  `<serialization_dir>/feature_cache` under `allennlp train`, else
+  `~/.cache/allennlp_tune/features`): the root folder of the entries. Entries are keyed by
+  content, so runs and models may share one folder (tune-grid does).
+- `memory_mb` (number >= 0, default 256): the in-memory LRU in MiB (entries are held as
+  float32, twice their disk size); 0 reads every hit from disk.
+- `disk_mb` (number >= 0 or `null`, default `null`): the most MiB the folder may hold, counting
+  what it held when this run first wrote to it and what this run writes (allocated blocks, see
+  below). `null`: no limit other than `min_free_mb`. 0: nothing is written (the memory LRU
+  only).
+- `min_free_mb` (number >= 0 or `null`, default `null`): never write an entry that would leave
+  less than this many MiB free on the folder's file system. `null`: the default margin,
+  `max(2 GiB, 5% of the file system's size)`; 0: write until the disk is full.
+
+# The disk budget
+
+- **No writes past the budget, rather than LRU eviction.** Once an entry would not fit, this run
+  writes nothing more; it never deletes. Eviction would churn the store every epoch when the
+  data is larger than the budget: in an epoch that visits every entry once, an entry survives
+  until its next use only if fewer than a budget's worth of other entries come between, so with
+  shuffled epochs and data twice the budget about 1 read in 7 hits (15% in a simulation), and
+  each miss costs a write and a deletion besides the computation. No-write keeps the entries
+  cached first stable (1 read in 2 hits in that case), deletes nothing, and so never removes an
+  entry that a concurrent run sharing the folder is about to read.
+- **Cheap accounting.** The folder's size is measured once (one walk, only when `disk_mb` is
+  set, at this run's first write) and then increased by what this run writes: no walk per
+  write. Sizes are allocated bytes (`st_blocks * 512` of what is there; each new file rounded
+  up to the file system's fragment size, each new folder one such block), so the budget bounds
+  the disk space used, not only the sum of file sizes. Runs writing to one folder at the same
+  time each count only their own writes: together they can exceed `disk_mb` by what the others
+  wrote meanwhile (the free-space margin, read from the file system, covers all of them).
+- **The free margin** is read (one `statvfs`, a few microseconds) before each write. Its default,
+  `max(2 GiB, 5% of the file system)`: 2 GiB keeps room for what a run writes besides the
+  cache (a BERT-base run's `best.th`, epoch checkpoints and `model.tar.gz` are about 0.4 GB
+  each, plus logs and temporary files), and 5% scales that on large disks where other jobs
+  (a grid's other runs, checkpoints of several cells) share the file system and a disk above
+  95% full is commonly treated as an alert. On the 252 GB disks of the development machines
+  this is 12.6 GB.
+- **Stopping is for the rest of the run**: space freed later is not used (the cached part stays
+  what it was when the budget was first hit, so every epoch after the first costs the same).
 """
 
 import hashlib
 import json
 import logging
+import math
 import os
+import shutil
 import struct
 import tempfile
 import zlib
@@ -57,7 +119,21 @@ _HEADER_LENGTH = struct.Struct("<I")
 # Headers are a few hundred bytes; a larger length means the file is not an entry.
 _MAX_HEADER_BYTES = 64 * 1024
 CACHE_DIR_ENV = "TUNE_FEATURE_CACHE_DIR"
-CONFIG_KEYS = ("directory", "memory_mb")
+CONFIG_KEYS = ("directory", "memory_mb", "disk_mb", "min_free_mb")
+MIB = 2**20
+# The default free-space margin: max(2 GiB, 5% of the file system); see the module docstring.
+DEFAULT_MIN_FREE_BYTES = 2 * 2**30
+DEFAULT_MIN_FREE_FRACTION = 0.05
+# Measured: the magic, the header length and the JSON header of an entry take 175 bytes for a
+# (1, 1, 1) entry, 182 for MiniLM's (7, 13, 384), 188 for (13, 512, 1024) and 194 for
+# (99, 99999, 9999); this bounds them (tests/modules/test_feature_cache_budget.py checks it).
+ENTRY_HEADER_BYTES = 200
+# Allocation granularity assumed where the file system cannot be asked (no `os.statvfs`); it is
+# the fragment size of ext4, XFS, btrfs and tmpfs with their defaults.
+DEFAULT_BLOCK_BYTES = 4096
+# Average bytes per entry file beyond its float16 payload: the header plus, on average, half a
+# block of the file system's rounding up (the last block of a file is half empty on average).
+ENTRY_OVERHEAD_BYTES = ENTRY_HEADER_BYTES + DEFAULT_BLOCK_BYTES // 2
 
 
 def user_cache_directory(ext_vars: Optional[Dict[str, str]] = None) -> Optional[str]:
@@ -110,9 +186,152 @@ def encoder_fingerprint(module: torch.nn.Module, identity: str) -> str:
     return digest.hexdigest()
 
 
+def default_min_free_bytes(total_bytes: int) -> int:
+    """The default free-space margin of a file system of `total_bytes`: max(2 GiB, 5%)."""
+    return max(DEFAULT_MIN_FREE_BYTES, int(DEFAULT_MIN_FREE_FRACTION * total_bytes))
+
+
+def estimated_cache_bytes(
+    num_wordpieces: int, num_layers: int, dim: int, num_entries: int = 0
+) -> int:
+    """
+    The disk size of a cache holding `num_wordpieces` wordpieces (summed over its distinct
+    sequences, special tokens included) of `num_layers` selected layers of width `dim`: the
+    float16 payload `num_wordpieces * num_layers * dim * 2`, plus `ENTRY_OVERHEAD_BYTES`
+    (header and average block rounding) per entry when the number of entries is given. For a
+    tagger (`tune_transformer_mismatched`) count wordpieces, not words: the cache holds
+    wordpiece features. The payload part is exact; the overhead part is an average.
+    """
+    return (
+        int(num_wordpieces) * int(num_layers) * int(dim) * 2
+        + int(num_entries) * ENTRY_OVERHEAD_BYTES
+    )
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """`path` or its nearest existing ancestor (where a file system can be asked about it)."""
+    path = path.absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def directory_bytes(directory: Union[str, Path]) -> int:
+    """
+    The disk space allocated to the files and folders under `directory` (`st_blocks * 512`,
+    or the size where there are no blocks to ask about); 0 when it does not exist. One walk.
+    """
+    total = 0
+    for root, folders, files in os.walk(directory):
+        for name in folders + files:
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue  # removed meanwhile (a concurrent run's temporary file)
+            blocks = getattr(info, "st_blocks", None)
+            total += blocks * 512 if blocks is not None else info.st_size
+    return total
+
+
+def _check_config(config: Any, owner: str) -> Dict[str, Any]:
+    """The checked `feature_cache` parameter (see the module docstring for its keys)."""
+    if not isinstance(config, dict):
+        raise ConfigurationError(
+            f"{owner}.feature_cache must be an object such as {{}} or "
+            f'{{"directory": "/path/to/cache", "memory_mb": 256, "disk_mb": 10000}}, not '
+            f"{config!r}."
+        )
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise ConfigurationError(
+            f"{owner}.feature_cache has unknown key(s) {unknown}; the allowed keys are "
+            f"{list(CONFIG_KEYS)}."
+        )
+
+    def number(key: str, default: Optional[float], meaning: str) -> Optional[float]:
+        value = config.get(key, default)
+        if value is None and default is None:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or math.isnan(value)
+            or value < 0
+        ):
+            allowed = "a number of MiB >= 0" + (" or null" if default is None else "")
+            raise ConfigurationError(
+                f"{owner}.feature_cache.{key} is {value!r}; give {allowed} ({meaning})."
+            )
+        return value
+
+    return {
+        "directory": config.get("directory") or None,
+        "memory_mb": number("memory_mb", 256, "the in-memory LRU; 0 disables it"),
+        "disk_mb": number("disk_mb", None, "the most the cache folder may hold; null for no limit"),
+        "min_free_mb": number(
+            "min_free_mb",
+            None,
+            "the free space the cache leaves on its disk; null for max(2 GiB, 5% of the disk)",
+        ),
+    }
+
+
+def check_budget(
+    estimate_bytes: int,
+    cache_config: Optional[Dict[str, Any]],
+    directory: Optional[Union[str, Path]] = None,
+) -> Optional[str]:
+    """
+    For a planner, before a run: `None` when a cache of `estimate_bytes` (see
+    `estimated_cache_bytes`) fits the `feature_cache` parameter `cache_config` in `directory`
+    (default: its `directory` key, else `default_cache_directory()`), else a message saying
+    what would happen and which setting to change. `cache_config=None` (no cache) always fits.
+
+    It fits when it is within `disk_mb` and leaves `min_free_mb` (or the default margin) free
+    on the folder's file system now. Entries already in the folder are not counted against
+    either: they may be the very entries this run needs (the cells of a grid share them).
+    Raises `ConfigurationError` for an invalid `cache_config`.
+    """
+    if cache_config is None:
+        return None
+    config = _check_config(cache_config, "feature_cache")
+    if directory is None:
+        directory = config["directory"] or default_cache_directory()
+    directory = Path(directory).expanduser()
+    needed_mib = math.ceil(estimate_bytes / MIB)
+    problems = []
+    disk_mb = config["disk_mb"]
+    if disk_mb is not None and estimate_bytes > disk_mb * MIB:
+        problems.append(
+            f"the feature cache would take about {needed_mib} MiB but feature_cache.disk_mb is "
+            f"{disk_mb:g}, so about {100 * (1 - disk_mb * MIB / estimate_bytes):.0f}% of the "
+            f"features would be recomputed every epoch; set feature_cache.disk_mb to at least "
+            f"{needed_mib} to cache them all"
+        )
+    usage = shutil.disk_usage(_existing_ancestor(directory))
+    if config["min_free_mb"] is None:
+        margin = default_min_free_bytes(usage.total)
+        margin_setting = f"the default margin max(2 GiB, 5% of the disk) = {margin // MIB} MiB"
+    else:
+        margin = int(config["min_free_mb"] * MIB)
+        margin_setting = f"feature_cache.min_free_mb = {config['min_free_mb']:g}"
+    room = max(0, usage.free - margin)
+    if estimate_bytes > room:
+        problems.append(
+            f"the feature cache would take about {needed_mib} MiB but {directory} has "
+            f"{usage.free // MIB} MiB free and the cache keeps {margin_setting} free, leaving "
+            f"{room // MIB} MiB, so the rest of the features would be recomputed every epoch; "
+            f"point feature_cache.directory (or {CACHE_DIR_ENV}) at a disk with "
+            f"{math.ceil((estimate_bytes + margin) / MIB)} MiB free, free disk space, or lower "
+            f"feature_cache.min_free_mb"
+        )
+    return "; ".join(problems) or None
+
+
 class FeatureCache:
     """
-    A disk cache of float16 feature tensors with a bounded in-memory LRU in front of it.
+    A disk cache of float16 feature tensors with a bounded in-memory LRU in front of it, and a
+    disk budget past which entries are not written (see the module docstring).
 
     # Parameters
 
@@ -123,6 +342,12 @@ class FeatureCache:
         Budget of the in-memory LRU in MiB (0 disables it: every hit reads the disk).
     serialization_dir : `str`, optional (default = `None`)
         The run's serialization directory, for the default location.
+    disk_mb : `float`, optional (default = `None`)
+        The most MiB the folder may hold (what it held at this cache's first write plus what
+        this cache writes); `None` for no limit other than `min_free_mb`.
+    min_free_mb : `float`, optional (default = `None`)
+        Never write an entry that leaves less than this many MiB free on the folder's file
+        system; `None` for `default_min_free_bytes` (max(2 GiB, 5% of the file system)).
     """
 
     def __init__(
@@ -130,10 +355,21 @@ class FeatureCache:
         directory: Optional[Union[str, Path]] = None,
         memory_mb: float = 256,
         serialization_dir: Optional[str] = None,
+        disk_mb: Optional[float] = None,
+        min_free_mb: Optional[float] = None,
     ) -> None:
         self._directory = Path(directory).expanduser() if directory else None
         self._serialization_dir = serialization_dir
-        self.memory_bytes = int(memory_mb * 2**20)
+        self.memory_bytes = int(memory_mb * MIB)
+        self.disk_budget_bytes = None if disk_mb is None else int(disk_mb * MIB)
+        self._min_free_bytes = None if min_free_mb is None else int(min_free_mb * MIB)
+        # The folder's allocated bytes at the first write (measured once, with disk_mb only).
+        self._disk_at_start: Optional[int] = None
+        self._block_bytes: Optional[int] = None
+        # Why writing stopped (the budget was hit), or None while entries are written.
+        self._stopped: Optional[str] = None
+        self.bytes_written = 0  # allocated bytes of this cache's writes (files and folders)
+        self.not_written = 0
         self._memory: OrderedDict[str, torch.Tensor] = OrderedDict()
         self._memory_used = 0
         self._write_failed = False
@@ -147,25 +383,18 @@ class FeatureCache:
     def from_config(
         cls, config: Dict[str, Any], serialization_dir: Optional[str], owner: str
     ) -> "FeatureCache":
-        """Builds the cache from an embedder's `feature_cache` parameter, checking its keys."""
-        if not isinstance(config, dict):
-            raise ConfigurationError(
-                f"{owner}.feature_cache must be an object such as {{}} or "
-                f'{{"directory": "/path/to/cache", "memory_mb": 256}}, not {config!r}.'
-            )
-        unknown = sorted(set(config) - set(CONFIG_KEYS))
-        if unknown:
-            raise ConfigurationError(
-                f"{owner}.feature_cache has unknown key(s) {unknown}; the allowed keys are "
-                f"{list(CONFIG_KEYS)}."
-            )
-        memory_mb = config.get("memory_mb", 256)
-        if not isinstance(memory_mb, (int, float)) or memory_mb < 0:
-            raise ConfigurationError(
-                f"{owner}.feature_cache.memory_mb is {memory_mb!r}; give a number of MiB >= 0."
-            )
-        directory = config.get("directory")
-        cache = cls(directory or None, memory_mb=memory_mb, serialization_dir=serialization_dir)
+        """
+        Builds the cache from an embedder's `feature_cache` parameter, checking its keys (listed
+        in the module docstring).
+        """
+        checked = _check_config(config, owner)
+        cache = cls(
+            checked["directory"],
+            memory_mb=checked["memory_mb"],
+            serialization_dir=serialization_dir,
+            disk_mb=checked["disk_mb"],
+            min_free_mb=checked["min_free_mb"],
+        )
         cache._owner = owner
         return cache
 
@@ -244,13 +473,25 @@ class FeatureCache:
     def put(self, key: str, features: Union[torch.Tensor, numpy.ndarray]) -> torch.Tensor:
         """
         Stores `features` as float16 under `key` and returns what `get` will return for it: the
-        stored values as a float32 CPU tensor. Callers storing many rows of one batch should
-        convert the batch to a float16 numpy array once and pass its slices (numpy works on one
-        thread: per-row torch conversions each start a parallel region, which costs more).
+        stored values as a float32 CPU tensor (also when the disk budget keeps the entry from
+        being written: then it is only in the memory LRU, and computed again once evicted).
+        Callers storing many rows of one batch should convert the batch to a float16 numpy
+        array once and pass its slices (numpy works on one thread: per-row torch conversions
+        each start a parallel region, which costs more).
         """
         if isinstance(features, torch.Tensor):
             features = features.detach().to(device="cpu", dtype=torch.float16).numpy()
         array = numpy.ascontiguousarray(features, dtype=numpy.float16)
+        tensor = torch.from_numpy(array.astype(numpy.float32))
+        self._remember(key, tensor)
+        if self._stopped is None:
+            self._write(key, array)
+        else:
+            self.not_written += 1
+        return tensor
+
+    def _write(self, key: str, array: numpy.ndarray) -> None:
+        """Writes one entry atomically, unless it would not fit the disk budget."""
         payload = array.tobytes()
         header = json.dumps(
             {
@@ -263,15 +504,21 @@ class FeatureCache:
             }
         ).encode("utf-8")
         path = self.path(key)
+        data = MAGIC + _HEADER_LENGTH.pack(len(header)) + header + payload
         temporary = None
         try:
+            size = self._allocation(path, len(data))
+            if not self._fits(size):
+                self.not_written += 1
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
             with os.fdopen(handle, "wb") as file:
-                file.write(MAGIC + _HEADER_LENGTH.pack(len(header)) + header + payload)
+                file.write(data)
             os.replace(temporary, path)
             temporary = None
             self.writes += 1
+            self.bytes_written += size
         except OSError as error:
             if not self._write_failed:
                 logger.warning(
@@ -287,9 +534,80 @@ class FeatureCache:
                     os.unlink(temporary)
                 except OSError:
                     pass
-        tensor = torch.from_numpy(array.astype(numpy.float32))
-        self._remember(key, tensor)
-        return tensor
+
+    # ---- the disk budget ---------------------------------------------------------------------
+
+    def _allocation(self, path: Path, num_bytes: int) -> int:
+        """
+        The disk space that writing `num_bytes` to the new file `path` takes: the file rounded
+        up to the file system's fragment size, and one such block per folder to create.
+        """
+        if self._block_bytes is None:
+            statvfs = getattr(os, "statvfs", None)
+            block = 0
+            if statvfs is not None:
+                try:
+                    block = statvfs(_existing_ancestor(self.directory)).f_frsize
+                except OSError:
+                    pass
+            self._block_bytes = block if block > 0 else DEFAULT_BLOCK_BYTES
+        block = self._block_bytes
+        folders = 0
+        if not path.parent.is_dir():
+            folders = 1 if self.directory.is_dir() else 2
+        return -(-num_bytes // block) * block + folders * block
+
+    def _fits(self, size: int) -> bool:
+        """
+        Whether `size` more bytes keep the folder within `disk_mb` and its file system above
+        the free margin; when they do not, writing stops for the rest of the run, logged once.
+        """
+        if self.disk_budget_bytes is not None:
+            if self._disk_at_start is None:
+                self._disk_at_start = directory_bytes(self.directory)
+            used = self._disk_at_start + self.bytes_written
+            if used + size > self.disk_budget_bytes:
+                self._stop(
+                    f"feature_cache.disk_mb is {self.disk_budget_bytes / MIB:g} and the folder "
+                    f"holds {used / MIB:.1f} MiB",
+                    "raise feature_cache.disk_mb",
+                )
+                return False
+        usage = shutil.disk_usage(_existing_ancestor(self.directory))
+        if self._min_free_bytes is None:
+            margin = default_min_free_bytes(usage.total)
+            margin_setting = f"the default margin, max(2 GiB, 5% of the disk) = {margin / MIB:.0f}"
+        else:
+            margin = self._min_free_bytes
+            margin_setting = f"feature_cache.min_free_mb = {margin / MIB:g}"
+        if usage.free - size < margin:
+            self._stop(
+                f"{usage.free / MIB:.0f} MiB are free on its disk and the cache leaves "
+                f"{margin_setting} MiB free",
+                "free disk space, point feature_cache.directory (or "
+                f"{CACHE_DIR_ENV}) at a larger disk, or lower feature_cache.min_free_mb",
+            )
+            return False
+        return True
+
+    def _stop(self, reason: str, fix: str) -> None:
+        self._stopped = reason
+        logger.warning(
+            "%s: the feature cache in %s is full (%s): %d entries (%.1f MiB) were written by this "
+            "run and stay cached; from now on entries are not written, and the features not "
+            "cached are recomputed every epoch (same results, more time). To cache more, %s.",
+            self._owner,
+            self.directory,
+            reason,
+            self.writes,
+            self.bytes_written / MIB,
+            fix,
+        )
+
+    @property
+    def stopped(self) -> Optional[str]:
+        """Why entries are no longer written (the budget was hit), or `None`."""
+        return self._stopped
 
     def stats(self) -> Dict[str, int]:
         return {
@@ -297,6 +615,8 @@ class FeatureCache:
             "misses": self.misses,
             "rejected": self.rejected,
             "writes": self.writes,
+            "not_written": self.not_written,
+            "disk_bytes_written": self.bytes_written,
             "memory_entries": len(self._memory),
             "memory_bytes": self._memory_used,
         }
