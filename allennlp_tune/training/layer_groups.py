@@ -6,7 +6,11 @@ with
 
 - `layer_groups()`: the encoder's parameters in groups, bottom to top (embeddings, layer 0 ..
   layer n-1), every encoder parameter exactly once; the scalar mix is not part of any group;
-- `freeze()`, `unfreeze(top_k_groups)` and `trainable_groups()`.
+- `freeze()`, `unfreeze(top_k_groups)` and `trainable_groups()`;
+- optionally `mode_parameters()`: the encoder parameters its mode can ever train (only the
+  biases in `mode: "bitfit"`, only the LoRA matrices in `mode: "lora"`); an unfrozen group
+  trains those of its parameters only. `named_mode_groups` gives the groups restricted to them,
+  which is what the optimizer must hold and what the callbacks check and mask.
 
 Optimizers receive only parameter lists, not the model, so providers also announce themselves
 in a weak registry (`register_layer_group_provider`) that `discriminative` searches by parameter
@@ -92,6 +96,22 @@ def named_groups(provider: torch.nn.Module) -> List[NamedGroup]:
             name, group = group
         result.append((name, [_parameter(item) for item in group]))
     return result
+
+
+def named_mode_groups(provider: torch.nn.Module) -> List[NamedGroup]:
+    """
+    `named_groups(provider)` restricted to the parameters its mode can ever train
+    (`provider.mode_parameters()`: the biases in `bitfit`, the LoRA matrices in `lora`; all of
+    them for a provider without that method or in feature extraction / fine-tuning). The group
+    names and their number do not change; a group may be empty (the embeddings hold no LoRA
+    matrix).
+    """
+    groups = named_groups(provider)
+    mode_parameters = getattr(provider, "mode_parameters", None)
+    if not callable(mode_parameters):
+        return groups
+    selected = {id(_parameter(item)) for item in mode_parameters()}
+    return [(name, [p for p in params if id(p) in selected]) for name, params in groups]
 
 
 def _parameter(item) -> torch.nn.Parameter:

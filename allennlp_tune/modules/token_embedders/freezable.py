@@ -12,8 +12,25 @@ The state is one set, `trainable_groups()`:
 - some or all groups (`mode: "fine_tuning"`, or after `unfreeze(k)`): those groups' weights get
   gradients and their modules follow `model.train()` / `model.eval()`; the groups below stay
   frozen and in eval mode. The cache is bypassed: the weights are about to change.
+
+What a trainable group trains depends on the mode's fixed *parameter filter* (`mode_selects`),
+the encoder parameters the mode can ever train: every one in `feature_extraction` and
+`fine_tuning`; the biases in `bitfit` (every parameter whose name ends in `bias`, layer norm
+biases included, as Ben Zaken et al. 2022); the LoRA matrices in `lora` (`lora_` in the name,
+added by `peft`, see `lora.py`). A parameter requires gradients iff its group is trainable and
+the filter selects it (when freezing by masking: iff the filter selects it). `bitfit` and `lora`
+start with every group trainable, like `fine_tuning` (modules follow `train()` / `eval()`, so
+dropout is on while training; no `no_grad`), and callbacks may freeze and unfreeze groups as in
+fine-tuning: an unfrozen group then trains its biases / LoRA matrices only.
+
+In `bitfit` and `lora` the embedder's `state_dict()` (hence an AllenNLP archive's weights and
+the trainer's checkpoints) leaves out the frozen pretrained weights (the encoder's state that
+the filter does not select) and holds a SHA-256 of them instead (`frozen_weights_fingerprint`):
+they are read again from `model_name` / `weight_file` when the model is built, and loading
+checks the fingerprint, so an archive never runs silently on other base weights.
 """
 
+import hashlib
 import logging
 from contextlib import nullcontext
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -31,11 +48,29 @@ logger = logging.getLogger(__name__)
 
 FEATURE_EXTRACTION = "feature_extraction"
 FINE_TUNING = "fine_tuning"
-MODES = (FEATURE_EXTRACTION, FINE_TUNING)
+BITFIT = "bitfit"
+LORA = "lora"
+MODES = (FEATURE_EXTRACTION, FINE_TUNING, BITFIT, LORA)
+# Modes that can train only part of the encoder: archives leave the rest out.
+PARTIAL_MODES = (BITFIT, LORA)
+# The key (after the embedder's prefix) of the frozen weights' fingerprint in `state_dict()`.
+FINGERPRINT_KEY = "frozen_weights_fingerprint"
 SCALAR_MIX_KEYS = ("do_layer_norm", "initial_scalar_parameters", "trainable")
 
 # (group name, [(parameter name, parameter), ...]), bottom to top.
 LayerGroups = List[Tuple[str, List[Tuple[str, torch.nn.Parameter]]]]
+
+
+def mode_selects(mode: str, name: str) -> bool:
+    """
+    The parameter filter of `mode`: whether it can ever train the encoder parameter `name`.
+    `bitfit`: names ending in `bias`; `lora`: names containing `lora_`; otherwise all.
+    """
+    if mode == BITFIT:
+        return name.endswith("bias")
+    if mode == LORA:
+        return "lora_" in name
+    return True
 
 
 def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -> str:
@@ -43,13 +78,20 @@ def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -
     if mode not in MODES:
         raise ConfigurationError(
             f"{owner}.mode is {mode!r}; expected 'feature_extraction' (frozen encoder, only the "
-            "scalar mix and the task model train) or 'fine_tuning' (the encoder trains too)."
+            "scalar mix and the task model train), 'fine_tuning' (the encoder trains too), "
+            "'bitfit' (only the encoder's biases train) or 'lora' (only LoRA matrices added to "
+            "the encoder's linear layers train)."
         )
     if feature_cache is not None and mode != FEATURE_EXTRACTION:
+        trains = {
+            FINE_TUNING: "the encoder trains",
+            BITFIT: "the encoder's biases train",
+            LORA: "the encoder's LoRA matrices train",
+        }[mode]
         raise ConfigurationError(
-            f"{owner}.feature_cache is set but {owner}.mode is {mode!r}: cached features are "
-            "only valid for a frozen encoder. Remove feature_cache, or use "
-            'mode: "feature_extraction".'
+            f"{owner}.feature_cache is set but {owner}.mode is {mode!r}: {trains}, so its "
+            "features change at every step, and cached features are only valid for a frozen "
+            'encoder. Remove feature_cache, or use mode: "feature_extraction".'
         )
     return mode
 
@@ -163,6 +205,39 @@ def assign_groups(
     return module_groups, parameter_groups
 
 
+def _leave_out_frozen_weights(module, state_dict, prefix: str, local_metadata) -> None:
+    """
+    `state_dict()` post hook of the embedders: in `bitfit` / `lora`, drops the encoder entries
+    the mode cannot train and adds their fingerprint.
+    """
+    if module._mode not in PARTIAL_MODES:
+        return
+    encoder_prefix = module._encoder_name + "."
+    start = prefix + encoder_prefix
+    for key in [key for key in state_dict if key.startswith(start)]:
+        if module._leaves_out(key[len(prefix) :], encoder_prefix):
+            del state_dict[key]
+    fingerprint = module.frozen_weights_fingerprint()
+    state_dict[prefix + FINGERPRINT_KEY] = torch.tensor(list(fingerprint), dtype=torch.uint8)
+
+
+def _allow_missing_frozen_weights(module, incompatible_keys) -> None:
+    """
+    `load_state_dict()` post hook: once the fingerprint of the frozen weights matched (in
+    `_load_from_state_dict`), their absence is expected: they are the pretrained ones already.
+    """
+    prefix, module._loading_prefix = module._loading_prefix, None
+    if prefix is None:
+        return
+    encoder_prefix = module._encoder_name + "."
+    missing = incompatible_keys.missing_keys
+    missing[:] = [
+        key
+        for key in missing
+        if not (key.startswith(prefix) and module._leaves_out(key[len(prefix) :], encoder_prefix))
+    ]
+
+
 class FreezableEncoderMixin:
     """
     Mixed into the `tune_*` embedders (before `torch.nn.Module` in the bases). A subclass calls
@@ -173,6 +248,9 @@ class FreezableEncoderMixin:
     _group_names: List[str]
     _group_parameter_names: List[List[str]]
     _module_groups: Dict[str, Optional[int]]
+    _mode: str
+    _mode_selected: Set[str]
+    _base_weights: str
     _trainable: Set[int]
     _feature_cache: Optional[FeatureCache]
     _fingerprint: Optional[str]
@@ -189,7 +267,12 @@ class FreezableEncoderMixin:
         feature_cache: Optional[Dict[str, Any]],
         serialization_dir: Optional[str],
         owner: str,
+        base_weights: str = "the pretrained weights",
     ) -> None:
+        """
+        `base_weights` says where the pretrained weights come from (`model_name ...`), for the
+        error when an archive's fingerprint of its frozen weights does not match them.
+        """
         encoder = getattr(self, encoder_name)
         module_groups, parameter_groups = assign_groups(encoder, layer_prefixes)
         self._encoder_name = encoder_name
@@ -198,7 +281,22 @@ class FreezableEncoderMixin:
         self._group_parameter_names = [
             [f"{encoder_name}.{name}" for name in names] for names in parameter_groups
         ]
-        self._trainable = set(range(len(group_names))) if mode == FINE_TUNING else set()
+        self._mode = mode
+        self._mode_selected = {
+            f"{encoder_name}.{name}"
+            for names in parameter_groups
+            for name in names
+            if mode_selects(mode, name)
+        }
+        if not self._mode_selected:
+            raise ConfigurationError(
+                f"{owner}.mode is {mode!r}, but the encoder has no parameter that this mode "
+                "trains (no bias for bitfit, no LoRA matrix for lora). Use another mode."
+            )
+        self._base_weights = base_weights
+        self._base_fingerprint: Optional[bytes] = None
+        self._loading_prefix: Optional[str] = None
+        self._trainable = set() if mode == FEATURE_EXTRACTION else set(range(len(group_names)))
         self._fingerprint = None
         self._feature_cache = None
         if feature_cache is not None:
@@ -206,6 +304,9 @@ class FreezableEncoderMixin:
         self._apply_trainable()
         # So that the `discriminative` optimizer finds the groups from the scalar mix's parameters.
         register_layer_group_provider(self)  # type: ignore[arg-type]
+        # Hooks are plain functions: torch marks a public state-dict hook with an attribute.
+        self.register_state_dict_post_hook(_leave_out_frozen_weights)  # type: ignore
+        self.register_load_state_dict_post_hook(_allow_missing_frozen_weights)  # type: ignore
 
     # ---- the API the training callbacks use -------------------------------------------------
 
@@ -225,6 +326,39 @@ class FreezableEncoderMixin:
     def layer_group_names(self) -> List[str]:
         """The group names of `layer_groups()`, e.g. `["embeddings", "layer_0", ...]`."""
         return list(self._group_names)
+
+    @property
+    def mode(self) -> str:
+        """The configured mode: its parameter filter never changes; the trainable groups do."""
+        return self._mode
+
+    def mode_parameters(self) -> List[Tuple[str, torch.nn.Parameter]]:
+        """
+        The encoder parameters the mode can ever train (its parameter filter), named as in
+        `self.named_parameters()`, in `layer_groups()` order: every one in feature extraction
+        and fine-tuning, the biases in `bitfit`, the LoRA matrices in `lora`. Those of the
+        groups in `trainable_groups()` train now; the scalar mix is not included.
+        """
+        return [
+            (name, parameter)
+            for _, group in self.layer_groups()
+            for name, parameter in group
+            if name in self._mode_selected
+        ]
+
+    def stored_parameter_names(self) -> List[str]:
+        """
+        The names (as in `self.named_parameters()`) of the parameters that `state_dict()`, and
+        so an archive, holds: all of them, except in `bitfit` and `lora`, where the encoder's
+        parameters outside `mode_parameters()` (the frozen pretrained weights, read again from
+        the pretrained model when the archive loads) are left out. The scalar mix is stored.
+        """
+        encoder_prefix = self._encoder_name + "."
+        return [
+            name
+            for name, _ in self.named_parameters()  # type: ignore[attr-defined]
+            if not self._leaves_out(name, encoder_prefix)
+        ]
 
     def scalar_mix_parameters(self) -> List[Tuple[str, torch.nn.Parameter]]:
         """The scalar mix's weights and gamma (empty when a single layer is selected)."""
@@ -293,7 +427,8 @@ class FreezableEncoderMixin:
 
     def freeze_by_masking(self, enabled: bool = True) -> None:
         """
-        Distributed training: from now on every encoder weight keeps `requires_grad=True`,
+        Distributed training: from now on every encoder weight that the mode can train (all of
+        them but in `bitfit` / `lora`, see `mode_parameters()`) keeps `requires_grad=True`,
         whatever the trainable set (DDP only synchronises the parameters that require gradients
         when it wraps the model, and breaks when that changes later), and a training callback
         discards the frozen groups' gradients instead. Everything else about a frozen group is
@@ -309,7 +444,8 @@ class FreezableEncoderMixin:
         masking = getattr(self, "_masking", False)
         for group, names in enumerate(self._group_parameter_names):
             for name in names:
-                parameters[name].requires_grad_(masking or group in self._trainable)
+                selected = name in self._mode_selected
+                parameters[name].requires_grad_(selected and (masking or group in self._trainable))
         self._apply_modes()
 
     def _apply_modes(self) -> None:
@@ -326,10 +462,58 @@ class FreezableEncoderMixin:
         """`torch.no_grad()` while frozen: no autograd graph through the encoder."""
         return torch.no_grad() if self.is_frozen else nullcontext()
 
-    def _load_from_state_dict(self, *args, **kwargs):
-        # Loading an archive replaces the weights that the fingerprint was taken from.
+    # ---- what state_dict() holds in bitfit and lora ------------------------------------------
+
+    def _leaves_out(self, name: str, encoder_prefix: str) -> bool:
+        """Whether `state_dict()` leaves out the entry `name` (relative to this module)."""
+        return (
+            self._mode in PARTIAL_MODES
+            and name.startswith(encoder_prefix)
+            and name not in self._mode_selected
+        )
+
+    def frozen_weights_fingerprint(self) -> bytes:
+        """
+        SHA-256 over the name, dtype, shape and bytes of every encoder `state_dict()` entry that
+        the mode cannot train (what `bitfit` / `lora` archives leave out). Computed once: those
+        weights never change in these modes (loading a state dict recomputes it).
+        """
+        if self._base_fingerprint is None:
+            encoder_prefix = self._encoder_name + "."
+            digest = hashlib.sha256(f"frozen weights|{self._mode}".encode())
+            for name, tensor in self.encoder.state_dict().items():
+                if not self._leaves_out(encoder_prefix + name, encoder_prefix):
+                    continue
+                tensor = tensor.detach().cpu().contiguous().reshape(-1)
+                digest.update(f"|{name}|{tensor.dtype}|{tensor.numel()}|".encode())
+                if tensor.numel():
+                    digest.update(tensor.view(torch.uint8).numpy().data)
+            self._base_fingerprint = digest.digest()
+        return self._base_fingerprint
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+    ):
+        # Loading an archive replaces the weights that the fingerprints were taken from.
         self._fingerprint = None
-        super()._load_from_state_dict(*args, **kwargs)  # type: ignore[misc]
+        self._loading_prefix = None
+        stored = state_dict.pop(prefix + FINGERPRINT_KEY, None)
+        if stored is not None:
+            expected = self.frozen_weights_fingerprint()
+            if bytes(stored.cpu().to(torch.uint8).tolist()) != expected:
+                raise ConfigurationError(
+                    f"These weights were trained in mode {self._mode!r} on other frozen "
+                    f"pretrained weights than {self._base_weights} gives now: the archive holds "
+                    "only the weights the mode trains and relies on the pretrained ones for the "
+                    "rest, and their fingerprints differ (changed or replaced files, another "
+                    "model, or another mode or lora configuration). Load it with the pretrained "
+                    "weights it was trained on."
+                )
+            self._loading_prefix = prefix  # `_allow_missing_frozen_weights` accepts their absence
+        super()._load_from_state_dict(  # type: ignore[misc]
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+        )
+        self._base_fingerprint = None
 
     # ---- the feature cache -------------------------------------------------------------------
 

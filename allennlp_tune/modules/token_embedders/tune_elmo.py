@@ -11,6 +11,7 @@ from allennlp.nn.util import get_mask_from_sequence_lengths, remove_sentence_bou
 
 from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
 from allennlp_tune.modules.token_embedders.freezable import (
+    LORA,
     FreezableEncoderMixin,
     build_scalar_mix,
     check_mode,
@@ -43,8 +44,9 @@ def _fetch(path_or_url: str, parameter: str) -> str:
 class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
     """
     A pretrained ELMo biLM that is either frozen with a learned scalar mix of its three layers
-    (char-CNN, biLSTM layer 1, biLSTM layer 2: feature extraction, as in the ELMo paper) or
-    trained (fine-tuning). Use it with the `elmo_characters` indexer.
+    (char-CNN, biLSTM layer 1, biLSTM layer 2: feature extraction, as in the ELMo paper),
+    trained (fine-tuning), or trained only in its biases (BitFit). Use it with the
+    `elmo_characters` indexer.
 
     The biLM is AllenNLP's (`allennlp.modules.elmo._ElmoBiLm`, the module inside `Elmo`); the
     mix is computed with the sentence boundaries, which are then removed, exactly as `Elmo`
@@ -76,6 +78,10 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
     }}
     ```
 
+    With `"mode": "bitfit"` only the biLM's biases train (convolutions, highway layers,
+    projection, LSTM state projections), and the archive stores only those (the rest is read
+    again from `weight_file`). `"lora"` is not available: LoRA adapts transformer linear layers.
+
     # Parameters
 
     options_file : `str`
@@ -85,7 +91,9 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
         the files again when they are loaded.
     mode : `str`, optional (default = `"feature_extraction"`)
         The initial state: `"feature_extraction"` (biLM frozen, eval mode, `no_grad`; only the
-        scalar mix trains) or `"fine_tuning"` (every biLM weight trains).
+        scalar mix trains), `"fine_tuning"` (every biLM weight trains) or `"bitfit"` (only the
+        parameters whose name ends in `bias` train; otherwise as fine-tuning, see
+        `tune_transformer`). `"lora"` is an error.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
         `"all"` (0 = char-CNN, 1 and 2 = biLSTM layers), `"top"`, or a list of indices.
     scalar_mix : `Dict[str, Any]`, optional (default = `None`)
@@ -117,6 +125,11 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
         super().__init__()
         owner = "tune_elmo"
         check_mode(mode, feature_cache, owner)
+        if mode == LORA:
+            raise ConfigurationError(
+                'tune_elmo.mode is "lora": LoRA adapts transformer linear layers; use bitfit or '
+                "fine_tuning for ELMo."
+            )
         if stateful and feature_cache is not None:
             raise ConfigurationError(
                 "tune_elmo.stateful is true and tune_elmo.feature_cache is set: with carried "
@@ -152,6 +165,7 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
             feature_cache=feature_cache,
             serialization_dir=serialization_dir,
             owner=owner,
+            base_weights=f"weight_file {weight_file!r}",
         )
 
     def get_output_dim(self) -> int:

@@ -8,12 +8,13 @@ from allennlp.modules.token_embedders import PretrainedTransformerEmbedder, Toke
 
 from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
 from allennlp_tune.modules.token_embedders.freezable import (
-    FINE_TUNING,
+    FEATURE_EXTRACTION,
     FreezableEncoderMixin,
     build_scalar_mix,
     check_mode,
     parse_layers,
 )
+from allennlp_tune.modules.token_embedders.lora import check_lora_options, inject_lora
 
 logger = logging.getLogger(__name__)
 
@@ -22,9 +23,10 @@ logger = logging.getLogger(__name__)
 class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedder):
     """
     A pretrained `transformers` encoder (BERT and family) that is either frozen with a learned
-    scalar mix of its layers (feature extraction) or trained (fine-tuning), at the wordpiece
-    level. Use it with the `pretrained_transformer` indexer; for word-level outputs use
-    `tune_transformer_mismatched`.
+    scalar mix of its layers (feature extraction), trained (fine-tuning), or trained in part:
+    only its biases (BitFit, Ben Zaken et al. 2022) or only low-rank adapters added to its linear
+    layers (LoRA, Hu et al. 2022, through `peft`), at the wordpiece level. Use it with the
+    `pretrained_transformer` indexer; for word-level outputs use `tune_transformer_mismatched`.
 
     Unlike AllenNLP's `pretrained_transformer` embedder, `layers: "all"` includes the embedding
     layer (`hidden_states[0]`), so the mix has `num_hidden_layers + 1` weights; a frozen encoder
@@ -51,6 +53,24 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
     }}
     ```
 
+    Parameter-efficient modes: only the biases, or only LoRA matrices, train (with the scalar
+    mix and the task model); archives store just those and reload the rest from `model_name`.
+
+    ```jsonnet
+    "token_embedders": {"tokens": {
+        "type": "tune_transformer",
+        "model_name": "bert-base-cased",
+        "mode": "lora",
+        "lora": {"r": 8, "alpha": 16, "dropout": 0.1, "target_modules": null},  // null: per family
+    }}
+    // or
+    "token_embedders": {"tokens": {
+        "type": "tune_transformer",
+        "model_name": "bert-base-cased",
+        "mode": "bitfit",
+    }}
+    ```
+
     # Parameters
 
     model_name : `str`
@@ -59,7 +79,26 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
     mode : `str`, optional (default = `"feature_extraction"`)
         The initial state. `"feature_extraction"`: the encoder is frozen (no gradients, eval
         mode, `no_grad`) and only the scalar mix trains. `"fine_tuning"`: every encoder weight
-        trains. Training callbacks may change the state later with `freeze()` / `unfreeze()`.
+        trains. `"bitfit"`: only the encoder's biases train (every parameter whose name ends in
+        `bias`, layer norm biases included). `"lora"`: the encoder's weights stay frozen and
+        LoRA matrices added to some of its linear layers train (see `lora`). In `bitfit` and
+        `lora` every group starts trainable, the encoder follows `train()` / `eval()` as in
+        fine-tuning, the model's `state_dict()` (so the archive) holds only the encoder weights
+        the mode trains plus a fingerprint of the frozen ones, which are read again from
+        `model_name` when the archive loads (a different `model_name` folder is an error), and
+        `feature_cache` cannot be used. Training callbacks may change the state later with
+        `freeze()` / `unfreeze()`; in `bitfit` / `lora` an unfrozen group trains only its biases
+        / LoRA matrices (`mode_parameters()`).
+    lora : `Dict[str, Any]`, optional (default = `None`)
+        Only with `mode: "lora"` (an error otherwise). The LoRA options: `r` (rank, default
+        8), `alpha` (the update is scaled by `alpha / r`, default 16), `dropout` (on the LoRA
+        branch's input, default 0.1) and `target_modules` (names of the linear modules to adapt,
+        matched as peft does: a module named so or ending in `.<name>`; default `null`: peft's
+        default for the model type, the attention's query and value projections for BERT,
+        RoBERTa, XLM-R, ELECTRA and DeBERTa-v2 (`query_proj`, `value_proj`), and allennlp-tune's
+        for ALBERT (`query`, `value`), DistilBERT (`q_lin`, `v_lin`) and MPNet (`q`, `v`)). `{}`
+        or `null` uses every default. The adapters are added before the layer groups are formed,
+        so each LoRA matrix is in its layer's group. See `lora.py`.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
         Which hidden states are mixed: `"all"` (0 = embeddings through `num_hidden_layers`),
         `"top"` (the last layer only: no mix), or a list of indices (negative ones count from
@@ -101,6 +140,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         model_name: str,
         *,
         mode: str = "feature_extraction",
+        lora: Optional[Dict[str, Any]] = None,
         layers: Union[str, List[int]] = "all",
         scalar_mix: Optional[Dict[str, Any]] = None,
         dropout: float = 0.0,
@@ -119,6 +159,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
     ) -> None:
         owner = _owner
         check_mode(mode, feature_cache, owner)
+        lora_options = check_lora_options(lora, mode, owner)
         super().__init__(
             model_name,
             max_length=max_length,
@@ -151,12 +192,26 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         self._scalar_mix = build_scalar_mix(scalar_mix, len(self._layers), owner)
         self._dropout = torch.nn.Dropout(p=dropout)
         self._selection = f"wordpiece|layers={self._layers}|max_length={max_length}"
-        if mode == FINE_TUNING and max(self._layers) < num_layers - 1:
+        if mode != FEATURE_EXTRACTION and max(self._layers) < num_layers - 1:
             logger.warning(
-                "%s: fine_tuning with layers=%s: the layers above %d get no gradient.",
+                "%s: %s with layers=%s: the layers above %d get no gradient.",
                 owner,
+                mode,
                 self._layers,
                 max(self._layers),
+            )
+        if lora_options is not None:
+            # Before the layer groups are formed, so that each LoRA matrix joins its layer's.
+            targets = inject_lora(
+                self.transformer_model, lora_options, self.config.model_type, owner
+            )
+            logger.info(
+                "%s: LoRA r=%d alpha=%s dropout=%s on %s",
+                owner,
+                lora_options["r"],
+                lora_options["alpha"],
+                lora_options["dropout"],
+                targets,
             )
 
         group_names, layer_prefixes = self._find_layer_groups()
@@ -168,6 +223,12 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             feature_cache=feature_cache,
             serialization_dir=serialization_dir,
             owner=owner,
+            base_weights=f"model_name {model_name!r}"
+            + (
+                f" with override_weights_file {override_weights_file!r}"
+                if override_weights_file
+                else ""
+            ),
         )
 
     def _find_layer_groups(self) -> Tuple[List[str], List[List[str]]]:

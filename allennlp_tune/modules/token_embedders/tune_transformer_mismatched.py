@@ -31,7 +31,7 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
     "token_embedders": {"tokens": {
         "type": "tune_transformer_mismatched",
         "model_name": "bert-base-cased",
-        "mode": "fine_tuning",
+        "mode": "fine_tuning",               // or "bitfit", or "lora" with "lora": {...}
         "pooling": "first",
     }}
     ```
@@ -44,6 +44,10 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
         How a word's wordpieces become one vector: `"first"` (the first wordpiece), `"mean"` or
         `"max"` (element-wise over the word's wordpieces). A word without wordpieces gets zeros.
     mode : `str`, optional (default = `"feature_extraction"`)
+        `"feature_extraction"`, `"fine_tuning"`, `"bitfit"` or `"lora"`, as in `tune_transformer`.
+    lora : `Dict[str, Any]`, optional (default = `None`)
+        With `mode: "lora"`: `{"r": 8, "alpha": 16, "dropout": 0.1, "target_modules": null}`,
+        as in `tune_transformer`.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
     scalar_mix : `Dict[str, Any]`, optional (default = `None`)
     dropout : `float`, optional (default = `0.0`)
@@ -63,6 +67,7 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
         *,
         pooling: str = "first",
         mode: str = "feature_extraction",
+        lora: Optional[Dict[str, Any]] = None,
         layers: Union[str, List[int]] = "all",
         scalar_mix: Optional[Dict[str, Any]] = None,
         dropout: float = 0.0,
@@ -87,6 +92,7 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
         self._matched_embedder = TuneTransformerEmbedder(
             model_name,
             mode=mode,
+            lora=lora,
             layers=layers,
             scalar_mix=scalar_mix,
             dropout=dropout,
@@ -165,6 +171,21 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
 
     def trainable_groups(self) -> List[int]:
         return self._matched_embedder.trainable_groups()
+
+    @property
+    def mode(self) -> str:
+        return self._matched_embedder.mode
+
+    def mode_parameters(self) -> List[Tuple[str, torch.nn.Parameter]]:
+        return [
+            (f"_matched_embedder.{name}", parameter)
+            for name, parameter in self._matched_embedder.mode_parameters()
+        ]
+
+    def stored_parameter_names(self) -> List[str]:
+        return [
+            f"_matched_embedder.{name}" for name in self._matched_embedder.stored_parameter_names()
+        ]
 
     @property
     def is_frozen(self) -> bool:

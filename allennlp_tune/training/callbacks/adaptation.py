@@ -21,6 +21,12 @@ How a group is frozen (`freeze_by`):
   when training starts: an embedder in `mode: "fine_tuning"`, or, for one that starts frozen
   (stack-then-finetune), the `tune_torch` DDP accelerator, which prepares it before wrapping.
   The default under distributed training.
+
+Embedders in `mode: "bitfit"` or `mode: "lora"` train only part of each group (its biases, its
+LoRA matrices: `mode_parameters()`, see `layer_groups.named_mode_groups`), with either way of
+freezing: a group this callback unfreezes trains those parameters only, the others never get
+gradients, and only those need to be in the optimizer (and, for masking, require gradients).
+Both modes start with every group trainable, so the optimizer AllenNLP builds holds them all.
 """
 
 import json
@@ -34,7 +40,12 @@ from allennlp.common.util import dump_metrics
 from allennlp.training.callbacks import TrainerCallback
 from allennlp.training.callbacks.tensorboard import TensorBoardCallback
 
-from allennlp_tune.training.layer_groups import group_label, named_groups, providers_in
+from allennlp_tune.training.layer_groups import (
+    group_label,
+    named_groups,
+    named_mode_groups,
+    providers_in,
+)
 
 logger = logging.getLogger(__name__)
 FREEZE_BY = ("auto", "requires_grad", "masking")
@@ -81,14 +92,15 @@ class AdaptationCallback(TrainerCallback):
             )
         if self._masking:
             for provider in self._providers:
-                if any(not p.requires_grad for _, ps in named_groups(provider) for p in ps):
+                if any(not p.requires_grad for _, ps in named_mode_groups(provider) for p in ps):
                     raise ConfigurationError(
                         "With freeze_by 'masking' (the default under distributed training) "
-                        "every encoder parameter must require gradients when training starts, "
+                        "every encoder parameter that its mode trains must require gradients "
+                        "when training starts, "
                         "but this embedder starts frozen. Under distributed training use "
                         'ddp_accelerator: {"type": "tune_torch"} in the distributed block '
                         "(it keeps frozen embedders ready for masking before DDP wraps the "
-                        "model); otherwise set its mode to 'fine_tuning'."
+                        "model); otherwise set its mode to 'fine_tuning', 'bitfit' or 'lora'."
                     )
                 if callable(getattr(provider, "freeze_by_masking", None)):
                     provider.freeze_by_masking()  # frozen groups in eval mode, cache when frozen
@@ -97,7 +109,7 @@ class AdaptationCallback(TrainerCallback):
         missing = [
             name
             for provider in self._providers
-            for name, params in named_groups(provider)
+            for name, params in named_mode_groups(provider)
             if any(id(p) not in in_optimizer for p in params)
         ]
         if missing:
@@ -106,7 +118,7 @@ class AdaptationCallback(TrainerCallback):
                 "their parameters are not in the optimizer (AllenNLP gives it only the parameters "
                 "that are trainable when it is built). Use the 'discriminative' optimizer, which "
                 "includes frozen encoder layers ('decay: 1.0' for one rate), or start the "
-                "embedder in mode 'fine_tuning'."
+                "embedder in mode 'fine_tuning' (or 'bitfit' / 'lora')."
             )
         # After --recover, the trainer resumes at this epoch; the state was loaded already.
         epoch = getattr(trainer, "_start_after_epochs_completed", 0)
@@ -147,8 +159,9 @@ class AdaptationCallback(TrainerCallback):
         trainer.rescale_gradients = mask_then_rescale
 
     def _mask_frozen_gradients(self) -> None:
+        # Parameters that never get gradients (outside a bitfit / lora mode's) have grad None.
         for provider in self._providers:
-            groups = named_groups(provider)
+            groups = named_mode_groups(provider)
             for _, params in groups[: len(groups) - self._trainable]:
                 for param in params:
                     param.grad = None

@@ -21,6 +21,20 @@ class GradualUnfreezing(AdaptationCallback):
     Each epoch's trainable groups and learning rates go to `adaptation.jsonl` in the
     serialization directory, to the log, and to TensorBoard when its callback is configured.
 
+    Over an embedder in `mode: "bitfit"` or `mode: "lora"`, an unfrozen group trains only its
+    biases or its LoRA matrices (the rest of the encoder never trains): epoch `k` trains the top
+    `k` groups' biases / LoRA matrices. A group without any (the embeddings in `lora`, which
+    holds LoRA matrices only in the layers' linear modules) adds nothing when it is unfrozen.
+    Both modes start with every group trainable, so AllenNLP's optimizer already holds their
+    parameters; the `discriminative` optimizer works too (it holds only what the mode trains).
+
+    ```jsonnet
+    "token_embedders": {"tokens": {"type": "tune_transformer", "model_name": "bert-base-cased",
+                                   "mode": "lora", "lora": {"r": 8, "alpha": 16}}},
+    ...
+    "trainer": {"callbacks": [{"type": "gradual_unfreezing"}]}
+    ```
+
     # Parameters
 
     groups_per_epoch : `int`, optional (default = `1`)

@@ -33,6 +33,11 @@ class StackThenFinetune(AdaptationCallback):
     that remain (warmup, then decay: phase 2 is a fine-tuning run of its own);
     `restart_schedule: false` lets it continue instead.
 
+    Over an embedder in `mode: "bitfit"` or `mode: "lora"`, phase 1 is the same (the encoder is
+    frozen: head and scalar mix only) and phase 2 trains what the mode trains: the encoder's
+    biases, or its LoRA matrices, never its other weights. `encoder_lr` then sets the rate of the
+    top group's biases / LoRA matrices (LoRA usually wants a higher rate than full fine-tuning).
+
     Registered as a `TrainerCallback` with name "stack_then_finetune".
 
     ```jsonnet

@@ -7,7 +7,12 @@ from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.optimizers import Optimizer
 
-from allennlp_tune.training.layer_groups import group_label, named_groups, providers_owning
+from allennlp_tune.training.layer_groups import (
+    group_label,
+    named_groups,
+    named_mode_groups,
+    providers_owning,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +36,16 @@ class DiscriminativeOptimizer(Optimizer):
     several such embedders (one per sentence, say) gets the same rates in each: every encoder's
     top group at `lr`, decaying downwards within that encoder; their groups are then named
     `<module path>.<group>` (e.g. `_text_field_embedder.token_embedder_premise.layer_0`), in
-    module order, and `adaptation.jsonl` uses the same names. The inner optimizer is built with
-    one parameter group per layer (named `layer_group_name` in `optimizer.param_groups`), so
-    every AllenNLP learning-rate scheduler (`slanted_triangular`, `linear_with_warmup`, ...)
-    scales each group from its own rate. Do not combine with the scheduler's own
-    `discriminative_fine_tuning` or `gradual_unfreezing`, nor with `noam`, which sets one
-    absolute rate for every group and so undoes the per-layer rates.
+    module order, and `adaptation.jsonl` uses the same names. An embedder in `mode: "bitfit"`
+    or `mode: "lora"` contributes only the parameters its mode trains (`mode_parameters()`: the
+    biases, the LoRA matrices), each at its layer's rate; its other weights never train and stay
+    out of the optimizer, and a layer with none of them (the embeddings in `lora`) gets no
+    parameter group (the rates of the others are as if it had one). The inner optimizer is
+    built with one parameter group per layer (named `layer_group_name` in
+    `optimizer.param_groups`), so every AllenNLP learning-rate scheduler (`slanted_triangular`,
+    `linear_with_warmup`, ...) scales each group from its own rate. Do not combine with the
+    scheduler's own `discriminative_fine_tuning` or `gradual_unfreezing`, nor with `noam`,
+    which sets one absolute rate for every group and so undoes the per-layer rates.
 
     Registered as an `Optimizer` with name "discriminative".
 
@@ -110,10 +119,16 @@ class DiscriminativeOptimizer(Optimizer):
         named: List[Tuple[str, torch.nn.Parameter]] = []
         specs: List[Tuple[List[str], Dict[str, Any]]] = []
         encoder_ids = set()
+        if groups is None:
+            # An encoder weight that its mode never trains (bitfit, lora) is not the head's either.
+            for _, provider in providers_owning(model_parameters):
+                encoder_ids.update(id(p) for _, ps in named_groups(provider) for p in ps)
         index = 0
         for encoder_groups in encoders:  # each encoder decays from its own top group
             depth = len(encoder_groups)
             for position, (group_name, params) in enumerate(encoder_groups):
+                if not params:  # nothing in this layer that the mode trains
+                    continue
                 group_lr = lr * decay ** (depth - 1 - position)
                 prefix = f"{ENCODER_PREFIX}.{index}."
                 index += 1
@@ -160,7 +175,7 @@ class DiscriminativeOptimizer(Optimizer):
             encoders.append(
                 [
                     (group_label(path, name, len(providers)), [(names[id(p)], p) for p in params])
-                    for name, params in named_groups(provider)
+                    for name, params in named_mode_groups(provider)
                 ]
             )
         return encoders
