@@ -595,7 +595,8 @@ class FeatureCache:
         logger.warning(
             "%s: the feature cache in %s is full (%s): %d entries (%.1f MiB) were written by this "
             "run and stay cached; from now on entries are not written, and the features not "
-            "cached are recomputed every epoch (same results, more time). To cache more, %s.",
+            "cached are recomputed every epoch unless the memory LRU still holds them (same "
+            "results, more time). To cache more, %s.",
             self._owner,
             self.directory,
             reason,
