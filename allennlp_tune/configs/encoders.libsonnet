@@ -1,8 +1,18 @@
-// The two pretrained encoders, each frozen (`feature_extraction`) or trained (`fine_tuning`):
-// tokenizer, indexer and allennlp-tune's freezable embedder with an all-layer scalar mix.
+// The two pretrained encoders, each frozen (`feature_extraction`), trained (`fine_tuning`), or
+// trained parameter-efficiently (`bitfit`: only bias terms; `lora`: low-rank adapters, BERT-family
+// only): tokenizer, indexer and allennlp-tune's freezable embedder with an all-layer scalar mix.
+// The frozen-feature cache is only ever set for `feature_extraction`: in every other mode the
+// encoder's output changes as it trains, and the embedders refuse a cache there.
 local vars = import "vars.libsonnet";
 
 local cache = if vars.feature_cache then {feature_cache: {}} else {};
+
+// LoRA (Hu et al. 2021): rank r, scaling alpha / r, dropout on the adapters' input; the
+// embedder's defaults, written out so that config.json records them (the LoRA paper's RoBERTa-base
+// GLUE runs used rank 8). target_modules is left to the embedder, which knows each transformer
+// family's projection names. Not TUNE_* variables: a new one needs its entry in
+// allennlp_tune/config_vars.py, as Jsonnet cannot read an ext var that is not set.
+local lora = {r: 8, alpha: 16, dropout: 0.1};
 
 {
   bert(task, mode, layers="all", word_level=false):: {
@@ -20,7 +30,8 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
       model_name: model,
       mode: mode,
       layers: layers,
-    } + (if mode == "feature_extraction" then cache else {}),
+    } + (if mode == "feature_extraction" then cache else {})
+      + (if mode == "lora" then {lora: lora} else {}),
   },
 
   elmo(mode, layers="all"):: {

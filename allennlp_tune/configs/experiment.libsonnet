@@ -1,5 +1,7 @@
 // One cell of the grid: `cell(task, encoder, mode, options)`, with encoder "bert" or "elmo",
-// mode "fe" (feature extraction), "ft" (fine-tuning) or "sf" (stack-then-finetune), and task
+// mode "fe" (feature extraction), "ft" (fine-tuning), "sf" (stack-then-finetune), "bitfit" (only
+// the encoder's bias terms train) or "lora" (low-rank adapters train, BERT-family encoders only),
+// and task
 // either the name of a shipped task (tasks.libsonnet: conll2003, sst2, mnli, sick_e, sick_r,
 // mrpc, sts_b, cola) or a task object, such as `import "tasks/sick_e.jsonnet"` or your own:
 //
@@ -27,7 +29,17 @@ local encoders = import "encoders.libsonnet";
 local models = import "models.libsonnet";
 local trainers = import "trainers.libsonnet";
 
-local encoder_modes = {fe: "feature_extraction", ft: "fine_tuning", sf: "feature_extraction"};
+// cell() mode -> the embedder's mode. bitfit and lora are parameter-efficient fine-tuning: the
+// encoder's pretrained weights stay frozen except its biases (bitfit), or gain trained low-rank
+// matrices (lora); the head trains as in fine-tuning.
+local encoder_modes = {
+  fe: "feature_extraction",
+  ft: "fine_tuning",
+  sf: "feature_extraction",
+  bitfit: "bitfit",
+  lora: "lora",
+};
+local parameter_efficient = ["bitfit", "lora"];
 
 // A task kind as the networks see it: one text, a pair or tagging (`shape`), and whether the
 // label is a score.
@@ -63,17 +75,24 @@ local task_object(task) =
 
 {
   cell(task_spec, encoder_name, mode, options={})::
-    assert std.objectHas(encoder_modes, mode) : "mode must be fe, ft or sf, not " + mode;
+    assert std.objectHas(encoder_modes, mode) :
+           "mode must be fe, ft, sf, bitfit or lora, not " + mode;
+    assert !(encoder_name == "elmo" && mode == "lora") :
+           "mode lora adapts a transformer's attention and feed-forward layers (low-rank "
+           + "matrices beside their projection weights, peft); ELMo's character CNN and LSTMs have "
+           + "none: use bitfit (ELMo's bias terms train) or ft with elmo";
     local task = task_object(task_spec);
     local tagging = task.shape == "tagging";
     assert !(mode == "fe" && task.shape == "single" && task.regression) :
            "task " + task.name + ": kind regression has no feature-extraction network (BCN "
            + "classifies); use the ft or sf mode, or kind pair_regression for pairs";
-    // Fine-tuned BERT predicts from its top layer ([CLS] or first wordpiece), as in the paper.
+    // Fine-tuned BERT predicts from its top layer ([CLS] or first wordpiece), as in the paper,
+    // and so does BERT under bitfit or lora, fine-tuning with fewer trained weights.
     // Everything else mixes all layers, as ELMo always does; stack-then-finetune too, so that
     // its frozen phase trains a head on the mix (a frozen single layer would leave the
     // `discriminative` optimizer nothing trainable of the encoder's to find it by).
-    local layers = if encoder_name == "bert" && mode == "ft" then "top" else "all";
+    local tuned = mode == "ft" || std.member(parameter_efficient, mode);
+    local layers = if encoder_name == "bert" && tuned then "top" else "all";
     local encoder =
       if encoder_name == "bert" then encoders.bert(task, encoder_modes[mode], layers, tagging)
       else if encoder_name == "elmo" then encoders.elmo(encoder_modes[mode], layers)
@@ -93,6 +112,7 @@ local task_object(task) =
       + (if tagging then {
            convert_to_coding_scheme: if encoder_name == "elmo" then "BIOUL" else "IOB2",
          } else {});
+    // ft, sf, bitfit and lora share the fine-tuning heads.
     local bilstm = std.get(options, "bilstm", mode == "fe");
     local model =
       if tagging then (
@@ -119,6 +139,7 @@ local task_object(task) =
       trainer:
         if mode == "fe" then trainers.feature_extraction(task)
         else if mode == "sf" then trainers.stack_then_finetune(task, encoder)
+        else if std.member(parameter_efficient, mode) then trainers.parameter_efficient(task, mode)
         else if encoder_name == "bert" then trainers.bert_fine_tuning(task)
         else trainers.elmo_fine_tuning(task, gradual),
       random_seed: vars.seed,

@@ -9,11 +9,28 @@ local vars = import "vars.libsonnet";
 // encoder trains.
 local trained_encoder_checks = false;
 
+// Every trainer records the run's cost (trainable parameters, seconds per epoch, peak memory) in
+// cost.json with the `tune_cost` callback, after any callback of its own (a trainer that adds
+// callbacks puts them before `super.callbacks`).
 local common(task, epochs) = {
   num_epochs: vars.epochs(epochs),
   validation_metric: task.metric,
   cuda_device: vars.cuda_device,
   checkpointer: {keep_most_recent_by_count: 1},
+  callbacks: [{type: "tune_cost"}],
+};
+
+// BERT fine-tuning's optimizer and schedule (see bert_fine_tuning), with its epochs and rate.
+local warmup_linear_decay(task, epochs, lr) = common(task, epochs) + {
+  optimizer: {
+    type: "adamw",
+    lr: vars.lr(lr),
+    weight_decay: vars.weight_decay(0.01),
+    parameter_groups: [[["bias", "LayerNorm\\.weight"], {weight_decay: 0.0}]],
+  },
+  learning_rate_scheduler: {type: "slanted_triangular", cut_frac: 0.1, ratio: 1000},
+  grad_norm: 1.0,
+  run_confidence_checks: trained_encoder_checks,
 };
 
 {
@@ -29,17 +46,16 @@ local common(task, epochs) = {
   // BERT: Devlin et al.'s recipe. Linear warmup over the first 10% of the steps, then linear
   // decay (slanted_triangular with a large ratio ends near 0); no weight decay on biases and
   // LayerNorm weights.
-  bert_fine_tuning(task):: common(task, 3) + {
-    optimizer: {
-      type: "adamw",
-      lr: vars.lr(2e-5),
-      weight_decay: vars.weight_decay(0.01),
-      parameter_groups: [[["bias", "LayerNorm\\.weight"], {weight_decay: 0.0}]],
-    },
-    learning_rate_scheduler: {type: "slanted_triangular", cut_frac: 0.1, ratio: 1000},
-    grad_norm: 1.0,
-    run_confidence_checks: trained_encoder_checks,
-  },
+  bert_fine_tuning(task):: warmup_linear_decay(task, 3, 2e-5),
+
+  // Parameter-efficient fine-tuning, `mode` "bitfit" (only the encoder's biases train) or "lora"
+  // (low-rank adapters train): BERT fine-tuning's recipe above, the head at the same rate, but
+  // with the much larger rates these modes want, as only a few encoder weights move. The
+  // defaults are the papers' ranges, pending the lead's sweep on real data: BitFit (Ben Zaken
+  // et al. 2022) 1e-4 to 1e-3, here 1e-3; LoRA on RoBERTa-base GLUE (Hu et al. 2021) 4e-4 to
+  // 5e-4, here 5e-4. 5 epochs. TUNE_LR and TUNE_EPOCHS override them. ELMo (bitfit only) trains
+  // the same way, without its fine-tuning cells' discriminative rates or gradual unfreezing.
+  parameter_efficient(task, mode):: warmup_linear_decay(task, 5, {bitfit: 1e-3, lora: 5e-4}[mode]),
 
   // ELMo: discriminative learning rates (each group 0.4x the one above it), a slanted
   // triangular schedule, and for SST-2 and NER gradual unfreezing (paper, appendix A.2).
@@ -52,7 +68,8 @@ local common(task, epochs) = {
     },
     learning_rate_scheduler: {type: "slanted_triangular", cut_frac: 0.1, ratio: 32},
     grad_norm: 5.0,
-  } + (if gradual_unfreezing then {callbacks: [{type: "gradual_unfreezing"}]} else {}),
+  } + (if gradual_unfreezing then {callbacks: [{type: "gradual_unfreezing"}] + super.callbacks}
+       else {}),
 
   // Stack-then-finetune: train the head on the frozen encoder, then fine-tune everything; the
   // frozen phase ends after TUNE_FROZEN_EPOCHS epochs or once train - dev exceeds TUNE_MAX_GAP.
@@ -75,7 +92,7 @@ local common(task, epochs) = {
       type: "stack_then_finetune",
       frozen_epochs: vars.frozen_epochs(2),
       max_gap: vars.max_gap(0.05),
-    }],
+    }] + super.callbacks,
     learning_rate_scheduler: {
       type: "slanted_triangular", cut_frac: 0.1, ratio: if encoder.name == "elmo" then 32 else 1000,
     },

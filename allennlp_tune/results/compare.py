@@ -2,6 +2,10 @@
 tune-compare: freeze or fine-tune one encoder on one task, a shipped one or your own, in one
 command.
 
+The modes (`COMPARE_MODES`) are the grid's `fe`, `ft` and `sf` (the default, `DEFAULT_MODES`)
+and the parameter-efficient `bitfit` (only the encoder's bias terms train) and `lora` (low-rank
+adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is refused).
+
 `run_compare(task, encoder, modes, seeds, results_dir, ...)`:
 
 1. loads the task: a shipped task name (`allennlp_tune/configs/tasks/<name>.jsonnet`, data under
@@ -54,6 +58,11 @@ READER_FIELDS = ("reader", "validation_reader")
 TASK_NAME = re.compile(r"^[a-z0-9_]+$")
 ENCODER_LABEL = re.compile(r"^[a-z0-9]+$")
 ELMO = "elmo"
+# What `--modes` accepts, in the order a comparison lists them, and its default (the paper's).
+COMPARE_MODES = ("fe", "ft", "sf", "bitfit", "lora")
+DEFAULT_MODES = ("fe", "ft", "sf")
+# Modes of `cell()` that adapt transformer layers, which ELMo has none of.
+TRANSFORMER_ONLY_MODES = ("lora",)
 BERT_MODEL_EXT_VAR = "TUNE_BERT_MODEL"
 CUDA_DEVICE_EXT_VAR = "TUNE_CUDA_DEVICE"
 
@@ -268,6 +277,20 @@ def config_text(task: Task, encoder: Encoder, mode: str) -> str:
     )
 
 
+def check_modes(modes: Sequence[str], encoder: Encoder) -> None:
+    """Refuses an unknown mode, and a transformer-only mode (lora) with ELMo, naming both."""
+    for mode in modes:
+        if mode not in COMPARE_MODES:
+            raise ConfigurationError(f"--modes {mode!r}: expected {', '.join(COMPARE_MODES)}.")
+        if mode in TRANSFORMER_ONLY_MODES and encoder.family == ELMO:
+            raise ConfigurationError(
+                f"--modes {mode} needs a transformer encoder: LoRA trains low-rank matrices beside "
+                "a transformer's attention and feed-forward weights, and ELMo (a character CNN and "
+                "LSTMs) has none. With --encoder elmo use bitfit (ELMo's bias terms train), ft, "
+                "fe or sf."
+            )
+
+
 def write_configs(
     task: Task,
     encoder: Encoder,
@@ -283,11 +306,13 @@ def write_configs(
     folder = Path(results_dir) / CONFIGS_DIR_NAME
     folder.mkdir(parents=True, exist_ok=True)
     configs = []
+    check_modes(modes, encoder)
     for mode in modes:
-        if mode not in MODES:
-            raise ConfigurationError(f"--modes {mode!r}: expected {', '.join(MODES)}.")
         stem = f"{task.name}_{encoder.label}_{mode}"
-        if parse_run_name(stem) != (RunName(task.name, encoder.label, mode), None):
+        # A mode that the run names do not know yet (runs.MODES) must not read back as another
+        # run; its runs are reported under their paths.
+        expected = RunName(task.name, encoder.label, mode) if mode in MODES else None
+        if parse_run_name(stem) != (expected, None):
             raise ConfigurationError(
                 f"The run name {stem} does not read back as task {task.name!r}, encoder "
                 f"{encoder.label!r}, mode {mode!r}; rename the task (its name in {task.source}) "
@@ -332,6 +357,7 @@ def run_compare(
             )
         ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
     chosen = resolve_encoder(encoder, encoder_label, ext_vars)
+    check_modes(modes, chosen)
     ext_vars.update(chosen.ext_vars)
     task = load_task(task_spec, ext_vars)
     results_dir = Path(results_dir)

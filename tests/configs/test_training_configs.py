@@ -144,6 +144,17 @@ def test_the_grid_is_complete():
         assert f"conll2003_elmo_{variant}" in names
 
 
+@pytest.mark.parametrize(
+    "config",
+    CONFIGS + DISTRIBUTED_CONFIGS,
+    ids=[c.stem for c in CONFIGS] + [f"distributed/{c.stem}" for c in DISTRIBUTED_CONFIGS],
+)
+def test_every_trainer_records_its_cost_after_its_own_callbacks(config: Path):
+    callbacks = real_run_defaults(str(config.relative_to(CONFIG_DIR)))["trainer"]["callbacks"]
+    assert callbacks[-1] == {"type": "tune_cost"}
+    assert [c["type"] for c in callbacks].count("tune_cost") == 1
+
+
 def real_run_defaults(config: str) -> Dict:
     """The config as a user without any TUNE_* variable gets it."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("TUNE_")}
@@ -169,9 +180,11 @@ def test_defaults_are_the_papers_real_setting():
     embedder = elmo["model"]["text_field_embedder"]["token_embedders"]["elmo_chars"]
     assert embedder["weight_file"].startswith("https://") and "5.5B" in embedder["weight_file"]
     assert elmo["trainer"]["optimizer"]["decay"] == 0.4
-    assert elmo["trainer"]["callbacks"] == [{"type": "gradual_unfreezing"}]
+    assert elmo["trainer"]["callbacks"] == [{"type": "gradual_unfreezing"}, {"type": "tune_cost"}]
     assert elmo["model"]["pooling"] == "max"
-    assert "callbacks" not in real_run_defaults("sick_e_elmo_ft.jsonnet")["trainer"]
+    assert real_run_defaults("sick_e_elmo_ft.jsonnet")["trainer"]["callbacks"] == [
+        {"type": "tune_cost"}
+    ]
     bert_ft = real_run_defaults("sts_b_bert_ft.jsonnet")
     assert bert_ft["trainer"]["optimizer"]["type"] == "adamw"
     assert bert_ft["trainer"]["learning_rate_scheduler"]["type"] == "slanted_triangular"
