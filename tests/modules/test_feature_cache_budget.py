@@ -206,7 +206,10 @@ def test_the_default_margin_is_2_gib_on_a_small_disk_and_min_free_mb_overrides_i
         ({"min_free_mb": -5}, r"feature_cache\.min_free_mb is -5; give a number of MiB >= 0"),
         ({"min_free_mb": [1]}, r"feature_cache\.min_free_mb is \[1\]; .*max\(2 GiB, 5%"),
         ({"memory_mb": None}, r"feature_cache\.memory_mb is None; give a number of MiB >= 0 \("),
-        ({"disk": 10}, r"feature_cache has unknown key\(s\) \['disk'\]; the allowed keys are .*'disk_mb'"),
+        (
+            {"disk": 10},
+            r"feature_cache has unknown key\(s\) \['disk'\]; the allowed keys are .*'disk_mb'",
+        ),
         (["disk_mb"], r"feature_cache must be an object such as"),
     ],
 )
