@@ -14,10 +14,11 @@ A run is identified as (task, encoder, mode, variant, seed):
    The seed comes from `random_seed` in `config.json`, else from a `seed_<k>` / `seed<k>` name.
 
 task is any `[a-z0-9_]+` name (the paper's are `TASKS`; `tune-compare` names a task of one's
-own), mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf` stack-then-finetune)
-and encoder any lower-case word without `_` (`elmo`, `bert`, `minilm`); the task is the shortest
-prefix that leaves an encoder and a mode after it. A run whose name does not follow the pattern
-is still reported, under its path.
+own), mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf` stack-then-finetune,
+`bitfit` bias-only fine-tuning, `lora` low-rank adapters) and encoder any lower-case word
+without `_` (`elmo`, `bert`, `minilm`); the task is the shortest prefix that leaves an encoder
+and a mode after it. A run whose name does not follow the pattern is still reported, under its
+path.
 
 The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
 `split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
@@ -41,13 +42,19 @@ from allennlp.common.checks import ConfigurationError
 
 # The paper's task order (Table 2).
 TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
-MODES = ("fe", "ft", "sf")
+# fe feature extraction, ft fine-tuning, sf stack-then-finetune, bitfit (biases only) and lora
+# (low-rank adapters): the report's column order.
+MODES = ("fe", "ft", "sf", "bitfit", "lora")
 
 RUN_INFO_NAME = "tune_run.json"
 RUN_LOG_NAME = "tune_train.log"
 CONFIG_NAME = "config.json"
 METRICS_NAME = "metrics.json"
 ARCHIVE_NAME = "model.tar.gz"
+# Written by the `tune_cost` callback; tune-grid adds `archive_bytes`.
+COST_NAME = "cost.json"
+# The best model's dev predictions, written by tune-grid and tune-search (`grid.predict_dev`).
+PREDICTIONS_NAME = "dev_predictions.jsonl"
 
 # Statuses of a run, in the order a report lists them.
 OK = "ok"
@@ -149,6 +156,11 @@ class Run:
     info: Dict[str, Any] = field(default_factory=dict)
     # What was trained: `config_settings(config.json)`; `None` without a config.json.
     settings: Optional[Dict[str, str]] = None
+    # What it cost (`cost.json`, see `allennlp_tune.training.callbacks.cost`); `None` when the
+    # run has none (older runs, configs without the `tune_cost` callback) or it is not an object.
+    cost: Optional[Dict[str, Any]] = None
+    # Whether it has `dev_predictions.jsonl`.
+    predictions: bool = False
 
 
 def _describe(value: Any) -> str:
@@ -327,6 +339,8 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     elif log is None and (run_dir / "out.log").is_file():
         log = str(run_dir / "out.log")
     run = Run(path=run_dir, name=name, seed=seed, status=INCOMPLETE, log=log, info=info)
+    run.cost = read_json(run_dir / COST_NAME)
+    run.predictions = (run_dir / PREDICTIONS_NAME).is_file()
     try:
         if config:
             run.metric, run.higher_is_better = metric_of_config(config)

@@ -126,8 +126,13 @@ def test_finished_runs_are_tidied_failed_runs_keep_everything(tmp_path, configs)
     run_grid(configs, [1], results, runner=FakeTraining(fail={("sick_e_bow_ft", 1)}))
     done, failed = (results / stem / "seed_1" for stem in ("sick_e_bow_fe", "sick_e_bow_ft"))
     assert sorted(path.name for path in done.iterdir()) == [
-        "config.json", "metrics.json", "model.tar.gz", "tune_run.json", "tune_train.log"
+        "config.json", "cost.json", "metrics.json", "model.tar.gz", "tune_run.json",
+        "tune_train.log"
     ]  # fmt: skip
+    # The archive's size is recorded; an empty file is no archive to predict with.
+    assert json.loads((done / "cost.json").read_text()) == {"archive_bytes": 0}
+    info = json.loads((done / "tune_run.json").read_text())
+    assert info["predictions_error"] == "model.tar.gz is not a model archive"
     tidied = json.loads((done / "tune_run.json").read_text())["tidied"]
     assert sorted(tidied["removed"]) == [
         "best.th", "feature_cache", "model_state_e1_b0.th", "training_state_e1_b0.th"
@@ -250,6 +255,16 @@ def test_real_training_resumes_from_a_kill(tmp_path, tiny_config, tiny_ext_vars,
     assert not list(rerun.glob("*.th"))  # AllenNLP's real checkpoint names were all tidied
     assert json.loads((rerun / "config.json").read_text())["random_seed"] == 2  # TUNE_SEED
     assert "Beginning training" in (rerun / "tune_train.log").read_text()
+    # What it cost and predicted: the archive's size and the dev predictions, in input order.
+    cost = json.loads((rerun / "cost.json").read_text())
+    assert cost["archive_bytes"] == (rerun / "model.tar.gz").stat().st_size > 0
+    predictions = [json.loads(line) for line in (rerun / "dev_predictions.jsonl").open()]
+    dev = (FIXTURE_DATA_DIR / "sst-2" / "dev.tsv").read_text().splitlines()[1:]
+    assert [p["index"] for p in predictions] == list(range(len(dev)))
+    assert [p["gold"] for p in predictions] == [row.split("\t")[1] for row in dev]
+    assert json.loads((rerun / "tune_run.json").read_text())["predictions"] == (
+        "dev_predictions.jsonl"
+    )
     [aside] = runs.glob("seed_2.incomplete-*")
     assert (aside / "tune_train.log").read_text() == "killed here\n"
 

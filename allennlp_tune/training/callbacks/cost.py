@@ -46,11 +46,9 @@ import torch
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.training.callbacks import TrainerCallback
 
-from allennlp_tune.results.runs import write_json
+from allennlp_tune.results.runs import COST_NAME, write_json
 
 logger = logging.getLogger(__name__)
-
-COST_NAME = "cost.json"
 
 
 def encoder_parameters(model: torch.nn.Module) -> List[torch.nn.Parameter]:
