@@ -13,12 +13,15 @@ Values reach the config as strings, like every ext var (read numbers with `std.p
 Trials run one after another in the worker process: AllenNLP's `train_model` with the trial's
 ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok", "pruned"
 or "failed"; an "ok" trial is left with its archive but no checkpoints, a "pruned" one with no
-weights, see `tidy.py`). The objective is the trainer's `validation_metric` (its sign gives the
-direction), read as `best_validation_<metric>` from the trial's `metrics.json`. tune-search adds
-the `optuna_pruning` callback to the trainer, which reports the validation metric to the trial
-after every epoch; with `--pruning` a median pruner stops a trial after an epoch (from the
-second on) whose metric is worse than the median of earlier trials at that epoch, once 3 trials
-have finished. Training in-process is what makes per-epoch pruning a simple callback.
+weights, see `tidy.py`). An "ok" trial also gets, as a tune-grid run, `archive_bytes` in its
+`cost.json` and its dev predictions, `dev_predictions.jsonl` (`grid.write_dev_predictions`, here
+in-process, where the trial trained). The objective is the trainer's `validation_metric` (its
+sign gives the direction), read as `best_validation_<metric>` from the trial's `metrics.json`.
+tune-search adds the `optuna_pruning` callback to the trainer, which reports the validation
+metric to the trial after every epoch; with `--pruning` a median pruner stops a trial after an
+epoch (from the second on) whose metric is worse than the median of earlier trials at that
+epoch, once 3 trials have finished. Training in-process is what makes per-epoch pruning a
+simple callback.
 
 Storage is `sqlite:///DIR/optuna.db` by default. Any Optuna RDB URL works: with
 `postgresql://user@host/db` several processes or machines run workers of one study (same
@@ -48,6 +51,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from allennlp_tune.results.grid import predict_in_process, record_run_outputs
 from allennlp_tune.results.runs import (
     FAILED,
     METRICS_NAME,
@@ -522,6 +526,11 @@ def run_search(
             # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
             if "status" in info:
                 run_dir.mkdir(parents=True, exist_ok=True)
+                if info["status"] == OK:
+                    # As tune-grid: archive size into cost.json, dev predictions (in-process,
+                    # as the trial trained, on its device).
+                    info.update(record_run_outputs(run_dir, dict(os.environ), predict_in_process))
+                    _release_gpu_memory()
                 if info["status"] in (OK, PRUNED) and not keep_checkpoints:
                     info["tidied"] = tidy_run_dir(run_dir, drop_weights=info["status"] == PRUNED)
                 info["finished"] = timestamp()

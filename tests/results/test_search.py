@@ -131,6 +131,13 @@ def test_search_writes_sqlite_study_and_best_params(
         assert not list(trial_dir.glob("*.th")), sorted(p.name for p in trial_dir.iterdir())
         complete = trial.state == optuna.trial.TrialState.COMPLETE
         assert (trial_dir / "model.tar.gz").is_file() == complete
+        # Finished trials also leave their archive's size and their dev predictions.
+        assert (trial_dir / "dev_predictions.jsonl").is_file() == complete
+        if complete:
+            cost = json.loads((trial_dir / "cost.json").read_text())
+            assert cost["archive_bytes"] == (trial_dir / "model.tar.gz").stat().st_size
+            lines = (trial_dir / "dev_predictions.jsonl").read_text().splitlines()
+            assert [json.loads(line)["index"] for line in lines] == list(range(len(lines)))
         info = json.loads((trial_dir / "tune_run.json").read_text())
         assert "best.th" in info["tidied"]["removed"] and info["tidied"]["freed_mb"] >= 0
     # The trials shared one feature cache folder, gone with the worker.
