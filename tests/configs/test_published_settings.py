@@ -83,6 +83,7 @@ def test_the_cells_are_found():
     # {sick_r, sts_b} x {elmo, bert} fe, and Table 4's sick_r / sts_b bert_fe_separate
     assert len(cells("esim_regression")) == 6
     assert sorted(cells("tune_crf_tagger")) == [
+        "conll2003_elmo_bitfit",  # issue 15: the ELMo fine-tuning head, biases trained
         "conll2003_elmo_fe",
         "conll2003_elmo_fe_crf",
         "conll2003_elmo_ft",
@@ -107,7 +108,14 @@ def test_elmo_dropout_is_applied_once_by_the_network(name: str):
 def test_elmo_keeps_its_dropout_under_the_fine_tuning_heads():
     # The pooled and bi-attention heads drop out the pooled vector, not the embeddings, so the
     # ELMo embedder's own 0.5 is the only dropout on the token vectors there.
-    for name in ("sst2_elmo_ft", "mnli_elmo_ft", "sick_r_elmo_ft_no_biattn", "sst2_elmo_sf"):
+    for name in (
+        "sst2_elmo_ft",
+        "mnli_elmo_ft",
+        "sick_r_elmo_ft_no_biattn",
+        "sst2_elmo_sf",
+        "sst2_elmo_bitfit",
+        "mnli_elmo_bitfit",
+    ):
         assert only_embedder(RENDERED[name])["dropout"] == 0.5, name
 
 

@@ -101,6 +101,9 @@ def test_config_trains_evaluates_and_predicts(config: Path, tmp_path, monkeypatc
         assert phases[0]["trainable_groups"] == 0 and phases[-1]["trainable_groups"] > 0
     if config in DISTRIBUTED_CONFIGS:
         assert "world size 2 initialized" in (out / "out_worker1.log").read_text()
+    if config.stem.endswith(("_bitfit", "_lora")):  # part of the encoder trains, not all of it
+        cost = json.loads((out / "cost.json").read_text())  # the tune_cost callback's
+        assert 0 < cost["encoder_trainable_params"] < cost["encoder_params"], cost
     assert f"best_validation_{metric}" in metrics, sorted(metrics)
     archive = out / "model.tar.gz"
 
@@ -137,11 +140,20 @@ def test_the_grid_is_complete():
         for encoder in ("elmo", "bert"):
             for mode in ("fe", "ft", "sf"):
                 assert f"{task}_{encoder}_{mode}" in names
+        # Issue 15's parameter-efficient modes: bitfit for both encoders, lora for BERT only
+        # (LoRA adapts transformer layers). 54 cells before, 75 with these 21.
+        assert f"{task}_elmo_bitfit" in names
+        assert f"{task}_bert_bitfit" in names
+        assert f"{task}_bert_lora" in names
+        assert f"{task}_elmo_lora" not in names
     for task in ("sick_e", "sick_r", "sts_b", "mrpc"):
         assert f"{task}_elmo_ft_no_biattn" in names  # Table 3
         assert f"{task}_bert_fe_separate" in names  # Table 4
     for variant in ("fe_crf", "ft_crf", "ft_bilstm_crf"):  # Table 5, beside fe and ft
         assert f"conll2003_elmo_{variant}" in names
+    # The 42 cells of the paper's grid, 11 ablations and CoLA's ft cell (54), and the 21
+    # bitfit / lora cells of issue 15.
+    assert len(names) == 54 + 21
 
 
 @pytest.mark.parametrize(
