@@ -10,7 +10,15 @@ mean(ft) - mean(fe) in points, marked `[ft]` where it favours fine-tuning (delta
 where it favours feature extraction (delta < -1), as the paper colours it; the comparison uses
 the delta rounded as displayed, so a shown +1.0 is not marked. The paper's own numbers (Peters,
 Ruder & Smith 2019, "To Tune or Not to Tune?", Table 2) stand beside ours, and
-stack-then-finetune (sf) is a further column.
+stack-then-finetune (sf) is a further column; bitfit (bias-only fine-tuning) and lora (low-rank
+adapters) get columns of their own after it in a table where some run used them.
+
+Under each encoder's table, when runs recorded what they cost (`cost.json`, from the `tune_cost`
+trainer callback and tune-grid), a cost table: per task and mode the mean over its runs of the
+trainable parameters (the most at any epoch, and their share of all parameters), the parameters
+the archive stores, seconds per epoch, peak RSS (and peak GPU memory where any run has it) and
+the archive's size. A value no run recorded is "n/a"; the notes list the scored runs without
+`cost.json` or without `dev_predictions.jsonl`.
 
 Runs without a score are never dropped: a cell says `failed (1/3)`, `missing metric (1/3)`,
 `incomplete (1/3)` (no metrics.json: killed or still training) or `pruned (1/3)`, and the report
@@ -31,8 +39,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from allennlp_tune.results.runs import (
+    COST_NAME,
     MODES,
     OK,
+    PREDICTIONS_NAME,
     STATUSES,
     TASKS,
     Run,
@@ -83,7 +93,17 @@ TASK_TITLES = {
     "cola": "CoLA",
 }
 ENCODER_TITLES = {"elmo": "ELMo", "bert": "BERT"}
-MODE_TITLES = {"fe": "feature extraction", "ft": "fine-tuning", "sf": "stack-then-finetune"}
+MODE_TITLES = {
+    "fe": "feature extraction",
+    "ft": "fine-tuning",
+    "sf": "stack-then-finetune",
+    "bitfit": "bias-only fine-tuning",
+    "lora": "low-rank adapters",
+}
+# Modes with a column in every encoder table; the others (bitfit, lora) only where some run used
+# them.
+ALWAYS_SHOWN_MODES = ("fe", "ft", "sf")
+NOT_AVAILABLE = "n/a"
 FAVOURS_FINE_TUNING = "[ft]"
 FAVOURS_FEATURE_EXTRACTION = "[fe]"
 NONE = "—"
@@ -95,6 +115,18 @@ MAX_MIXED_KEYS = 8
 HEADER = ["Task", "Metric", "fe (ours)", "fe (paper)", "ft (ours)", "ft (paper)", "Δ ft−fe (ours)",
           "Δ (paper)", "sf (ours)"]  # fmt: skip
 OTHER_HEADER = ["Run", "Metric", "Score"]
+# The cost table: (title, cost.json key, how a mean is shown); GPU MB only where some run has it.
+COST_COLUMNS = [
+    ("Trainable params", "trainable_params", "params"),
+    ("Stored params", "stored_params", "params"),
+    ("s/epoch", "mean_epoch_seconds", "seconds"),
+    ("Peak RSS MB", "peak_rss_mb", "mb"),
+    ("Peak GPU MB", "peak_gpu_mb", "mb"),
+    ("Archive MB", "archive_bytes", "bytes"),
+]
+GPU_KEY = "peak_gpu_mb"
+# A run "has costs" when its cost.json has what the tune_cost callback writes.
+COST_MARKER = "trainable_params"
 
 
 def delta_mark(delta: float) -> Optional[str]:
@@ -173,6 +205,24 @@ class Summary:
                 by_seed.setdefault(run.seed, []).append(run)
         return {seed: runs for seed, runs in sorted(by_seed.items()) if len(runs) > 1}
 
+    def cost_mean(self, key: str) -> Optional[float]:
+        """The mean of `key` in the `cost.json` of the runs that recorded it; `None` if none."""
+        values = [
+            float(run.cost[key])
+            for run in self.runs
+            if run.cost is not None and _is_number(run.cost.get(key))
+        ]
+        return statistics.fmean(values) if values else None
+
+    def runs_with_costs(self) -> List[Run]:
+        return [run for run in self.runs if has_costs(run)]
+
+    def cost_json(self) -> Dict[str, Any]:
+        means: Dict[str, Any] = {key: self.cost_mean(key) for _, key, _ in COST_COLUMNS}
+        means["total_params"] = self.cost_mean("total_params")
+        means["runs_with_costs"] = len(self.runs_with_costs())
+        return means
+
     def status_counts(self) -> Dict[str, int]:
         counts = {status: 0 for status in STATUSES}
         for run in self.runs:
@@ -218,6 +268,10 @@ class Row:
         fe, ft = self.paper["fe"], self.paper["ft"]
         return None if fe is None or ft is None else ft - fe
 
+    def used_modes(self) -> List[str]:
+        """The modes of this row that have runs, in `MODES` order."""
+        return [mode for mode in MODES if mode in self.cells and self.cells[mode].runs]
+
     @property
     def metric(self) -> str:
         ours = Summary([run for cell in self.cells.values() for run in cell.runs]).metrics
@@ -253,6 +307,7 @@ class Report:
     def tables(self) -> List[Table]:
         tables = []
         for encoder, rows in self.encoder_rows.items():
+            extra_modes = shown_modes(rows)[len(ALWAYS_SHOWN_MODES) :]
             body = []
             for row in rows:
                 delta, delta_mark_ = format_delta(row.delta)
@@ -269,8 +324,13 @@ class Report:
                         (paper_delta, paper_mark),
                         (row.cells["sf"].text(), None),
                     ]
+                    + [(row.cells[mode].text(), None) for mode in extra_modes]
                 )
-            tables.append(Table(ENCODER_TITLES.get(encoder, encoder), HEADER, body))
+            header = HEADER + [f"{mode} (ours)" for mode in extra_modes]
+            tables.append(Table(ENCODER_TITLES.get(encoder, encoder), header, body))
+            costs = cost_table(ENCODER_TITLES.get(encoder, encoder), rows)
+            if costs is not None:
+                tables.append(costs)
         if self.others:
             body = [
                 [(label, None), (s.metrics, None), (s.text(), None)] for label, s in self.others
@@ -346,8 +406,43 @@ class Report:
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
             ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
             ("Runs without a score", self.problem_lines()),
+            ("Scored runs without costs or dev predictions", self.missing_output_lines()),
         ]
         return [(title, lines) for title, lines in sections if lines]
+
+    def without_costs(self) -> List[Run]:
+        """Scored runs whose costs were not recorded (no `cost.json` from `tune_cost`)."""
+        return [run for run in self.runs if run.status == OK and not has_costs(run)]
+
+    def without_predictions(self) -> List[Run]:
+        return [run for run in self.runs if run.status == OK and not run.predictions]
+
+    def missing_output_lines(self) -> List[str]:
+        """Which scored runs lack costs or dev predictions: one line if all do, else per run."""
+        scored = [run for run in self.runs if run.status == OK]
+        no_costs, no_predictions = self.without_costs(), self.without_predictions()
+        all_no_costs = bool(scored) and len(no_costs) == len(scored)
+        all_no_predictions = bool(scored) and len(no_predictions) == len(scored)
+        lines = []
+        if all_no_costs:
+            lines.append(
+                f"None of the {len(scored)} scored runs recorded its costs ({COST_NAME} from the "
+                "tune_cost trainer callback; runs trained before it have none): costs are n/a."
+            )
+        if all_no_predictions:
+            lines.append(
+                f"None of the {len(scored)} scored runs has {PREDICTIONS_NAME} (tune-grid and "
+                "tune-search write it after training; older runs have none)."
+            )
+        for run in scored:
+            missing = []
+            if not all_no_costs and any(run is other for other in no_costs):
+                missing.append(f"no costs ({COST_NAME})")
+            if not all_no_predictions and any(run is other for other in no_predictions):
+                missing.append(f"no {PREDICTIONS_NAME}")
+            if missing:
+                lines.append(f"{_display_path(run.path)}: {', '.join(missing)}")
+        return lines
 
     def problem_lines(self) -> List[str]:
         lines = []
@@ -375,6 +470,71 @@ def _display_path(path: Path) -> str:
 
 def _paper(value: Optional[float]) -> str:
     return NONE if value is None else f"{value:.1f}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def has_costs(run: Run) -> bool:
+    """Whether the run's `cost.json` has what the `tune_cost` callback records."""
+    return run.cost is not None and _is_number(run.cost.get(COST_MARKER))
+
+
+def shown_modes(rows: Sequence[Row]) -> List[str]:
+    """fe, ft and sf, then bitfit and lora where some row has runs of them."""
+    used = {mode for row in rows for mode in row.used_modes()}
+    return list(ALWAYS_SHOWN_MODES) + [
+        mode for mode in MODES if mode not in ALWAYS_SHOWN_MODES and mode in used
+    ]
+
+
+def format_params(count: float) -> str:
+    """`110.1M`, `592.4k`, `13`."""
+    if count >= 1e6:
+        return f"{count / 1e6:.2f}M"
+    if count >= 1e3:
+        return f"{count / 1e3:.1f}k"
+    return f"{count:.0f}"
+
+
+def _cost_text(summary: Summary, key: str, kind: str) -> str:
+    mean = summary.cost_mean(key)
+    if mean is None:
+        return NOT_AVAILABLE
+    if kind == "params":
+        text = format_params(mean)
+        total = summary.cost_mean("total_params")
+        if key == "trainable_params" and total:
+            share = 100.0 * mean / total
+            text += f" ({share:.2f}%)" if share < 10 else f" ({share:.0f}%)"
+        return text
+    if kind == "seconds":
+        return f"{mean:.1f}" if mean >= 1 else f"{mean:.2f}"
+    if kind == "bytes":
+        mean /= 2**20
+    return f"{mean:.1f}" if mean >= 0.1 else f"{mean:.2f}"
+
+
+def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
+    """
+    The cost table under an encoder's scores: one row per task and mode with runs, each value
+    the mean over the runs that recorded it. `None` when no run of these rows has a `cost.json`.
+    """
+    cells = [(row.task, mode, row.cells[mode]) for row in rows for mode in row.used_modes()]
+    if not any(run.cost is not None for _, _, summary in cells for run in summary.runs):
+        return None
+    gpu = any(summary.cost_mean(GPU_KEY) is not None for _, _, summary in cells)
+    columns = [column for column in COST_COLUMNS if gpu or column[1] != GPU_KEY]
+    body = []
+    for task, mode, summary in cells:
+        body.append(
+            [(_task_title(task), None), (mode, None)]
+            + [(_cost_text(summary, key, kind), None) for _, key, kind in columns]
+            + [(f"{len(summary.runs_with_costs())}/{len(summary.runs)}", None)]
+        )
+    header = ["Task", "Mode"] + [name for name, _, _ in columns] + ["Runs with costs"]
+    return Table(f"{title}: costs (mean over runs)", header, body)
 
 
 def _encoder_order(encoder: str) -> Tuple[int, str]:
@@ -470,6 +630,7 @@ def _summary_json(summary: Summary) -> Dict[str, Any]:
         "text": summary.text(),
         "mixed_settings": summary.mixed_settings(),
         "repeated_seeds": sorted(summary.repeated_seeds()),
+        "cost": summary.cost_json(),
         "runs": [
             {
                 "path": str(run.path),
@@ -479,6 +640,8 @@ def _summary_json(summary: Summary) -> Dict[str, Any]:
                 "value": run.value,
                 "detail": run.detail,
                 "log": run.log,
+                "cost": run.cost,
+                "predictions": run.predictions,
             }
             for run in summary.runs
         ],
@@ -499,7 +662,11 @@ def render_json(report: Report) -> Dict[str, Any]:
                     "delta_favours": None if row.delta is None else delta_mark(row.delta),
                     "paper": row.paper,
                     "paper_delta": row.paper_delta,
-                    "cells": {mode: _summary_json(cell) for mode, cell in row.cells.items()},
+                    "cells": {
+                        mode: _summary_json(cell)
+                        for mode, cell in row.cells.items()
+                        if mode in ALWAYS_SHOWN_MODES or cell.runs
+                    },
                 }
             )
     return {
@@ -508,6 +675,8 @@ def render_json(report: Report) -> Dict[str, Any]:
         "superseded": report.superseded,
         "rows": rows,
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
+        "runs_without_costs": [str(run.path) for run in report.without_costs()],
+        "runs_without_predictions": [str(run.path) for run in report.without_predictions()],
     }
 
 

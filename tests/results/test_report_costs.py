@@ -1,0 +1,196 @@
+"""tune-report with the bitfit and lora modes, the cost tables and runs without costs."""
+
+import json
+import sys
+
+import pytest
+
+from allennlp_tune.results.report import render_html, render_json, render_markdown, report_from_dirs
+from allennlp_tune.results.runs import parse_run_name
+
+
+def table_rows(markdown, title):
+    """{first cell: cells} of the rows of the table under `## title`."""
+    section = markdown.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    return {
+        row.split(" | ")[0][2:]: [cell.strip() for cell in row.strip("| ").split(" | ")]
+        for row in rows[1:]
+    }
+
+
+MB = 2**20
+
+
+def cost(trainable, total=110_000_000, stored=None, seconds=(40.0, 44.0), rss=2000.0, **extra):
+    return {
+        "trainable_params": trainable,
+        "encoder_trainable_params": trainable,
+        "total_params": total,
+        "encoder_params": total - 1000,
+        "stored_params": total if stored is None else stored,
+        "epoch_seconds": list(seconds),
+        "mean_epoch_seconds": sum(seconds) / len(seconds),
+        "peak_rss_mb": rss,
+        "peak_gpu_mb": None,
+        "epochs": len(seconds),
+        "finished": True,
+        **extra,
+    }
+
+
+def add_outputs(run_dir, cost_json=None, predictions=True):
+    if cost_json is not None:
+        (run_dir / "cost.json").write_text(json.dumps(cost_json))
+    if predictions:
+        (run_dir / "dev_predictions.jsonl").write_text(
+            '{"index": 0, "gold": "0", "prediction": "0"}\n'
+        )
+    return run_dir
+
+
+@pytest.fixture
+def grid(tmp_path, make_run):
+    """A SICK-E grid of five modes as tune-grid leaves it, with costs and predictions."""
+    root = tmp_path / "runs"
+    scores = {"fe": 0.80, "ft": 0.85, "sf": 0.84, "bitfit": 0.83, "lora": 0.845}
+    trainable = {"fe": 1_500_000, "ft": 110_000_000, "sf": 110_000_000, "bitfit": 1_600_000,
+                 "lora": 1_900_000}  # fmt: skip
+    stored = {"bitfit": 1_600_000, "lora": 1_900_000}
+    for mode, score in scores.items():
+        for seed in (1, 2):
+            run_dir = make_run(root / f"sick_e_bert_{mode}" / f"seed_{seed}", seed, score)
+            add_outputs(
+                run_dir,
+                cost(
+                    trainable[mode],
+                    stored=stored.get(mode),
+                    rss=1000.0 * seed,
+                    archive_bytes=(stored.get(mode, 110_000_000) * 4) + seed * MB,
+                ),
+            )
+    return root
+
+
+def test_run_names_with_the_new_modes():
+    name, seed = parse_run_name("sick_e_bert_lora_seed2")
+    assert (name.task, name.encoder, name.mode, name.variant, seed) == (
+        "sick_e", "bert", "lora", None, 2
+    )  # fmt: skip
+    name, _ = parse_run_name("sts_b_bert_bitfit_high_lr")
+    assert (name.task, name.mode, name.variant) == ("sts_b", "bitfit", "high_lr")
+    assert parse_run_name("conll2003_bert_ft_lora")[0].mode == "ft"  # a variant, not the mode
+
+
+def test_bitfit_and_lora_columns_and_the_cost_table(grid):
+    markdown = render_markdown(report_from_dirs([grid]))
+    header = next(line for line in markdown.splitlines() if line.startswith("| Task | Metric"))
+    assert header.endswith("| sf (ours) | bitfit (ours) | lora (ours) |")
+    bert = table_rows(markdown, "BERT")
+    assert bert["SICK-E"][8:] == ["84.0 ± 0.0 (n=2)", "83.0 ± 0.0 (n=2)", "84.5 ± 0.0 (n=2)"]
+
+    section = markdown.split("## BERT: costs (mean over runs)\n", 1)[1]
+    assert section.splitlines()[1] == (
+        "| Task | Mode | Trainable params | Stored params | s/epoch | Peak RSS MB | Archive MB "
+        "| Runs with costs |"
+    )  # no GPU column: no run has a GPU peak
+    rows = [line for line in section.split("\n## ")[0].splitlines() if line.startswith("| ")]
+    modes = [row.split(" | ")[1] for row in rows[1:]]
+    assert modes == ["fe", "ft", "sf", "bitfit", "lora"]  # MODES order
+    by_mode = {
+        row.split(" | ")[1]: [c.strip() for c in row.strip("| ").split(" | ")] for row in rows[1:]
+    }
+    assert by_mode["ft"][2:] == [
+        "110.00M (100%)",
+        "110.00M",
+        "42.0",
+        "1500.0",
+        f"{(110_000_000 * 4 + 1.5 * MB) / MB:.1f}",
+        "2/2",
+    ]
+    assert by_mode["bitfit"][2:4] == ["1.60M (1.45%)", "1.60M"]
+    assert by_mode["lora"][2:4] == ["1.90M (1.73%)", "1.90M"]
+    assert by_mode["lora"][6] == f"{(1_900_000 * 4 + 1.5 * MB) / MB:.1f}"
+    assert "Scored runs without costs or dev predictions" not in markdown
+
+
+def test_gpu_column_when_a_run_has_it(grid):
+    run_dir = grid / "sick_e_bert_ft" / "seed_1"
+    data = json.loads((run_dir / "cost.json").read_text())
+    (run_dir / "cost.json").write_text(json.dumps({**data, "peak_gpu_mb": 5000.0}))
+    markdown = render_markdown(report_from_dirs([grid]))
+    section = markdown.split("## BERT: costs (mean over runs)\n", 1)[1]
+    assert "| Peak RSS MB | Peak GPU MB | Archive MB |" in section.splitlines()[1]
+    rows = {line.split(" | ")[1]: line for line in section.splitlines() if "| SICK-E |" in line}
+    assert "| 5000.0 |" in rows["ft"] and "| n/a |" in rows["fe"]
+
+
+def test_json_has_the_costs_and_the_new_modes(grid, tmp_path):
+    data = render_json(report_from_dirs([grid]))
+    [row] = data["rows"]
+    assert list(row["cells"]) == ["fe", "ft", "sf", "bitfit", "lora"]
+    lora = row["cells"]["lora"]
+    assert lora["cost"]["trainable_params"] == 1_900_000
+    assert lora["cost"]["peak_rss_mb"] == pytest.approx(1500.0)
+    assert lora["cost"]["runs_with_costs"] == 2
+    assert lora["runs"][0]["cost"]["stored_params"] == 1_900_000
+    assert lora["runs"][0]["predictions"] is True
+    assert data["runs_without_costs"] == [] and data["runs_without_predictions"] == []
+    json.dumps(data, allow_nan=False)
+
+
+def test_old_runs_without_costs_still_report_and_say_so(tmp_path, make_run):
+    root = tmp_path / "runs"
+    for seed in (1, 2):
+        make_run(root / "sick_e_bert_fe" / f"seed_{seed}", seed, 0.80)
+        make_run(root / "sick_e_bert_ft" / f"seed_{seed}", seed, 0.85)
+    markdown = render_markdown(report_from_dirs([root]))
+    # Today's table, no bitfit/lora columns and no cost table.
+    header = next(line for line in markdown.splitlines() if line.startswith("| Task | Metric"))
+    assert header.endswith("| Δ (paper) | sf (ours) |")
+    assert table_rows(markdown, "BERT")["SICK-E"][2] == "80.0 ± 0.0 (n=2)"
+    assert "costs (mean over runs)" not in markdown
+    notes = markdown.split("## Scored runs without costs or dev predictions\n", 1)[1]
+    assert "None of the 4 scored runs recorded its costs (cost.json" in notes
+    assert "None of the 4 scored runs has dev_predictions.jsonl" in notes
+    data = render_json(report_from_dirs([root]))
+    assert list(data["rows"][0]["cells"]) == ["fe", "ft", "sf"]
+    assert data["rows"][0]["cells"]["fe"]["cost"]["trainable_params"] is None
+    assert len(data["runs_without_costs"]) == 4
+
+
+def test_a_mix_of_old_and_new_runs_names_the_runs_without_costs(grid, make_run):
+    old = make_run(grid / "sick_e_bert_fe" / "seed_3", 3, 0.80)
+    # A grid run of a config without the tune_cost callback: only the archive's size.
+    partial = add_outputs(
+        make_run(grid / "sick_e_bert_ft" / "seed_3", 3, 0.85), {"archive_bytes": 3 * MB}
+    )
+    report = report_from_dirs([grid])
+    markdown = render_markdown(report)
+    by_mode = {
+        line.split(" | ")[1]: line
+        for line in markdown.split("## BERT: costs (mean over runs)\n", 1)[1].splitlines()
+        if "| SICK-E |" in line
+    }
+    assert by_mode["fe"].endswith("| 2/3 |") and by_mode["ft"].endswith("| 2/3 |")
+    notes = markdown.split("## Scored runs without costs or dev predictions\n", 1)[1]
+    lines = [line for line in notes.splitlines() if line.startswith("- ")]
+    assert len(lines) == 2
+    assert lines[0].endswith("seed_3: no costs (cost.json), no dev_predictions.jsonl")
+    assert str(old.name) in lines[0] and "sick_e_bert_fe" in lines[0]
+    assert "sick_e_bert_ft" in lines[1] and lines[1].endswith(": no costs (cost.json)")
+    assert str(partial) in render_json(report)["runs_without_costs"]
+    assert "<h2>BERT: costs (mean over runs)</h2>" in render_html(report)
+
+
+def test_tune_report_command_writes_costs_to_json(grid, tmp_path, monkeypatch, capsys):
+    from allennlp.commands import main
+
+    import allennlp_tune.commands.tune_report  # noqa: F401
+
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["allennlp", "tune-report", str(grid), "--json", str(out)])
+    main()
+    assert "## BERT: costs (mean over runs)" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["rows"][0]["cells"]["bitfit"]["cost"]["stored_params"] == 1_600_000
