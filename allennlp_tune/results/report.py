@@ -506,14 +506,23 @@ def _cost_text(summary: Summary, key: str, kind: str) -> str:
         text = format_params(mean)
         total = summary.cost_mean("total_params")
         if key == "trainable_params" and total:
-            share = 100.0 * mean / total
-            text += f" ({share:.2f}%)" if share < 10 else f" ({share:.0f}%)"
+            text += f" ({_share(mean, total)})"
         return text
     if kind == "seconds":
         return f"{mean:.1f}" if mean >= 1 else f"{mean:.2f}"
     if kind == "bytes":
         mean /= 2**20
     return f"{mean:.1f}" if mean >= 0.1 else f"{mean:.2f}"
+
+
+def _share(part: float, total: float) -> str:
+    """`1.45%`, `42.0%`, `100%`; `>99.9%` for a frozen encoder that is a sliver of the model."""
+    if part >= total:
+        return "100%"
+    share = 100.0 * part / total
+    if share > 99.9:
+        return ">99.9%"
+    return f"{share:.2f}%" if share < 10 else f"{share:.1f}%"
 
 
 def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
@@ -529,11 +538,12 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     body = []
     for task, mode, summary in cells:
         body.append(
-            [(_task_title(task), None), (mode, None)]
+            # One "Cell" column ("SICK-E lora"), so rows never start like the score table's.
+            [(f"{_task_title(task)} {mode}", None)]
             + [(_cost_text(summary, key, kind), None) for _, key, kind in columns]
             + [(f"{len(summary.runs_with_costs())}/{len(summary.runs)}", None)]
         )
-    header = ["Task", "Mode"] + [name for name, _, _ in columns] + ["Runs with costs"]
+    header = ["Cell"] + [name for name, _, _ in columns] + ["Runs with costs"]
     return Table(f"{title}: costs (mean over runs)", header, body)
 
 

@@ -91,16 +91,17 @@ def test_bitfit_and_lora_columns_and_the_cost_table(grid):
 
     section = markdown.split("## BERT: costs (mean over runs)\n", 1)[1]
     assert section.splitlines()[1] == (
-        "| Task | Mode | Trainable params | Stored params | s/epoch | Peak RSS MB | Archive MB "
+        "| Cell | Trainable params | Stored params | s/epoch | Peak RSS MB | Archive MB "
         "| Runs with costs |"
     )  # no GPU column: no run has a GPU peak
     rows = [line for line in section.split("\n## ")[0].splitlines() if line.startswith("| ")]
-    modes = [row.split(" | ")[1] for row in rows[1:]]
+    modes = [row.split(" | ")[0].split()[-1] for row in rows[1:]]
     assert modes == ["fe", "ft", "sf", "bitfit", "lora"]  # MODES order
     by_mode = {
-        row.split(" | ")[1]: [c.strip() for c in row.strip("| ").split(" | ")] for row in rows[1:]
+        row.split(" | ")[0].split()[-1]: [c.strip() for c in row.strip("| ").split(" | ")]
+        for row in rows[1:]
     }
-    assert by_mode["ft"][2:] == [
+    assert by_mode["ft"][1:] == [
         "110.00M (100%)",
         "110.00M",
         "42.0",
@@ -108,9 +109,10 @@ def test_bitfit_and_lora_columns_and_the_cost_table(grid):
         f"{(110_000_000 * 4 + 1.5 * MB) / MB:.1f}",
         "2/2",
     ]
-    assert by_mode["bitfit"][2:4] == ["1.60M (1.45%)", "1.60M"]
-    assert by_mode["lora"][2:4] == ["1.90M (1.73%)", "1.90M"]
-    assert by_mode["lora"][6] == f"{(1_900_000 * 4 + 1.5 * MB) / MB:.1f}"
+    assert by_mode["bitfit"][1:3] == ["1.60M (1.45%)", "1.60M"]
+    assert by_mode["lora"][1:3] == ["1.90M (1.73%)", "1.90M"]
+    assert not any(line.startswith("| SICK-E |") for line in section.splitlines())
+    assert by_mode["lora"][5] == f"{(1_900_000 * 4 + 1.5 * MB) / MB:.1f}"
     assert "Scored runs without costs or dev predictions" not in markdown
 
 
@@ -121,7 +123,9 @@ def test_gpu_column_when_a_run_has_it(grid):
     markdown = render_markdown(report_from_dirs([grid]))
     section = markdown.split("## BERT: costs (mean over runs)\n", 1)[1]
     assert "| Peak RSS MB | Peak GPU MB | Archive MB |" in section.splitlines()[1]
-    rows = {line.split(" | ")[1]: line for line in section.splitlines() if "| SICK-E |" in line}
+    rows = {
+        line.split(" | ")[0].split()[-1]: line for line in section.splitlines() if "SICK-E" in line
+    }
     assert "| 5000.0 |" in rows["ft"] and "| n/a |" in rows["fe"]
 
 
@@ -168,9 +172,9 @@ def test_a_mix_of_old_and_new_runs_names_the_runs_without_costs(grid, make_run):
     report = report_from_dirs([grid])
     markdown = render_markdown(report)
     by_mode = {
-        line.split(" | ")[1]: line
+        line.split(" | ")[0].split()[-1]: line
         for line in markdown.split("## BERT: costs (mean over runs)\n", 1)[1].splitlines()
-        if "| SICK-E |" in line
+        if line.startswith("| SICK-E ")
     }
     assert by_mode["fe"].endswith("| 2/3 |") and by_mode["ft"].endswith("| 2/3 |")
     notes = markdown.split("## Scored runs without costs or dev predictions\n", 1)[1]
@@ -194,3 +198,10 @@ def test_tune_report_command_writes_costs_to_json(grid, tmp_path, monkeypatch, c
     assert "## BERT: costs (mean over runs)" in capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["rows"][0]["cells"]["bitfit"]["cost"]["stored_params"] == 1_600_000
+
+
+def test_trainable_share_never_rounds_a_frozen_encoder_away():
+    from allennlp_tune.results.report import _share
+
+    assert _share(20_910_000, 20_925_000) == ">99.9%"  # a tiny frozen encoder under a big head
+    assert _share(5, 5) == "100%" and _share(1, 3) == "33.3%" and _share(1, 80) == "1.25%"
