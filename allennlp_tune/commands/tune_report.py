@@ -1,4 +1,8 @@
-"""`allennlp tune-report`: Table 2 from run directories. See `allennlp_tune.results.cli`."""
+"""
+`allennlp tune-report`: Table 2 from run directories (modes fe, ft, sf, bitfit, lora), with a
+cost table under each encoder's scores from the runs' `cost.json`. See
+`allennlp_tune.results.cli` and `allennlp_tune.results.report`.
+"""
 
 import argparse
 
