@@ -555,3 +555,19 @@ def test_loading_onto_other_base_weights_fails_naming_model_name(build, models_d
     # A full state dict (feature extraction or fine-tuning) has no fingerprint and loads as ever.
     full = build("tune_transformer", mode="fine_tuning")
     assert FINGERPRINT_KEY not in "".join(full.state_dict())
+
+
+def test_an_elmo_bitfit_state_holds_the_biases_and_reloads_from_weight_file(build, elmo_batch):
+    trained = build("tune_elmo", mode="bitfit")
+    with torch.no_grad():
+        for _, parameter in trained.mode_parameters():
+            parameter.add_(0.1)
+    state = trained.state_dict()
+    encoder_keys = {key for key in state if key.startswith("_elmo_bilm.")}
+    assert encoder_keys == {name for name, _ in trained.mode_parameters()}
+    assert set(state) == set(trained.stored_parameter_names()) | {FINGERPRINT_KEY}
+
+    again = build("tune_elmo", mode="bitfit")
+    again.load_state_dict(state)
+    tensors = elmo_batch()
+    torch.testing.assert_close(again.eval()(**tensors), trained.eval()(**tensors), rtol=0, atol=0)
