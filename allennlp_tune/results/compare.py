@@ -58,8 +58,9 @@ READER_FIELDS = ("reader", "validation_reader")
 TASK_NAME = re.compile(r"^[a-z0-9_]+$")
 ENCODER_LABEL = re.compile(r"^[a-z0-9]+$")
 ELMO = "elmo"
-# What `--modes` accepts, in the order a comparison lists them, and its default (the paper's).
-COMPARE_MODES = ("fe", "ft", "sf", "bitfit", "lora")
+# What `--modes` accepts (every mode a run name reads back, in the report's order), and its
+# default (the paper's three).
+COMPARE_MODES = MODES
 DEFAULT_MODES = ("fe", "ft", "sf")
 # Modes of `cell()` that adapt transformer layers, which ELMo has none of.
 TRANSFORMER_ONLY_MODES = ("lora",)
@@ -309,14 +310,12 @@ def write_configs(
     check_modes(modes, encoder)
     for mode in modes:
         stem = f"{task.name}_{encoder.label}_{mode}"
-        # A mode that the run names do not know yet (runs.MODES) must not read back as another
-        # run; its runs are reported under their paths.
-        expected = RunName(task.name, encoder.label, mode) if mode in MODES else None
-        if parse_run_name(stem) != (expected, None):
+        if parse_run_name(stem) != (RunName(task.name, encoder.label, mode), None):
             raise ConfigurationError(
                 f"The run name {stem} does not read back as task {task.name!r}, encoder "
                 f"{encoder.label!r}, mode {mode!r}; rename the task (its name in {task.source}) "
-                "so that it holds no '_<word>_fe', '_ft' or '_sf' part, and no 'seed'."
+                "so that it holds no '_<word>_<mode>' part (a mode: "
+                f"{', '.join(COMPARE_MODES)}), and no 'seed'."
             )
         path = folder / f"{stem}.jsonnet"
         text = config_text(task, encoder, mode)

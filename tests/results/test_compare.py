@@ -91,6 +91,11 @@ def test_run_names_of_any_task():
         3,
     )
     assert parse_run_name("cola_bert_ft") == (RunName("cola", "bert", "ft"), None)
+    assert parse_run_name("reviews_minilm_bitfit_seed1") == (
+        RunName("reviews", "minilm", "bitfit"),
+        1,
+    )
+    assert parse_run_name("sick_e_bert_lora") == (RunName("sick_e", "bert", "lora"), None)
     assert parse_run_name("reviews_bert") == (None, None)
 
 
@@ -189,6 +194,28 @@ def test_unknown_tasks_bad_labels_and_unusable_modes_are_refused(tmp_path):
         run_compare(str(regression), str(BERT), ["fe"], [1], tmp_path / "r2")
 
 
+def test_modes_bitfit_and_lora_are_accepted_and_lora_needs_a_transformer(tmp_path, capsys):
+    import argparse
+
+    from allennlp_tune.commands.tune_compare import TuneCompare
+
+    parser = argparse.ArgumentParser()
+    TuneCompare().add_subparser(parser.add_subparsers())
+    common = ["tune-compare", "sick_e", "--encoder", "elmo", "--results-dir", "r"]
+    assert parser.parse_args(common).modes == ["fe", "ft", "sf"]  # the default stays the paper's
+    assert parser.parse_args(common + ["--modes", "bitfit", "lora"]).modes == ["bitfit", "lora"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(common + ["--modes", "adapter"])
+    assert "invalid choice: 'adapter'" in capsys.readouterr().err
+
+    task = write_reviews(tmp_path / "a")
+    with pytest.raises(ConfigurationError, match="--modes lora needs a transformer encoder"):
+        run_compare(str(task), "elmo", ["bitfit", "lora"], [1], tmp_path / "r")
+    assert not (tmp_path / "r").exists()  # refused before anything is written
+    with pytest.raises(ConfigurationError, match="--modes 'adapter': expected fe, ft, sf, bitfit"):
+        run_compare(str(task), str(BERT), ["adapter"], [1], tmp_path / "r")
+
+
 # End to end -------------------------------------------------------------------------------------
 
 
@@ -217,7 +244,7 @@ def test_tune_compare_on_a_csv_task_of_ones_own(tmp_path, monkeypatch, capsys):
     assert fe["model"]["output_layer"]["output_dims"][-1] == 2  # num_labels from labels_file
     assert "6 trained, 0 already complete, 0 failed" in printed.err
     assert "## bertuncased" in printed.out
-    row = [line for line in printed.out.splitlines() if line.startswith("| reviews |")]
+    row = [line for line in printed.out.splitlines() if line.startswith("| reviews | accuracy |")]
     assert len(row) == 1 and row[0].count("(n=2)") == 3 and "| — |" in row[0], printed.out
 
     archives = {run: (run / "model.tar.gz").stat().st_mtime_ns for run in results.glob("*/seed_*")}
@@ -258,3 +285,33 @@ def test_a_shipped_task_trains_as_its_cell_file(tmp_path, monkeypatch, capsys):
     metrics = [json.loads((run / "metrics.json").read_text()) for run in runs]
     assert metrics[0]["best_validation_accuracy"] == metrics[1]["best_validation_accuracy"]
     assert metrics[0]["best_validation_loss"] == metrics[1]["best_validation_loss"]
+
+
+def test_tune_compare_bitfit_and_lora(tmp_path, monkeypatch, capsys):
+    """The parameter-efficient modes of a task of one's own: one seed, one epoch each."""
+    write_reviews(tmp_path / "task")
+    monkeypatch.chdir(tmp_path)
+    argv = ["tune-compare", "task/reviews.jsonnet", "--encoder", str(BERT), "--seeds", "1"]
+    argv += ["--modes", "bitfit", "lora", "--results-dir", "out", "--no-progress"]
+    assert allennlp(monkeypatch, *argv, "--ext-var", "TUNE_EPOCHS=1") == 0
+    printed = capsys.readouterr()
+    results = tmp_path / "out"
+    assert run_names(results) == [
+        "reviews_bertuncased_bitfit/seed_1",
+        "reviews_bertuncased_lora/seed_1",
+    ]
+    for mode, lr in (("bitfit", 1e-3), ("lora", 5e-4)):
+        run = results / f"reviews_bertuncased_{mode}" / "seed_1"
+        info = json.loads((run / "tune_run.json").read_text())
+        assert info["status"] == "ok" and info["mode"] == mode
+        config = json.loads((run / "config.json").read_text())
+        embedder = config["model"]["text_field_embedder"]["token_embedders"]["tokens"]
+        assert embedder["mode"] == mode and "feature_cache" not in embedder
+        assert ("lora" in embedder) == (mode == "lora")
+        assert config["trainer"]["optimizer"]["lr"] == lr
+        cost = json.loads((run / "cost.json").read_text())
+        assert 0 < cost["encoder_trainable_params"] < cost["encoder_params"], cost
+    assert "2 trained, 0 already complete, 0 failed" in printed.err
+    # The scores table: one row, the two modes' cells scored.
+    row = [line for line in printed.out.splitlines() if line.startswith("| reviews | accuracy |")]
+    assert len(row) == 1 and row[0].count("(n=1)") == 2, printed.out
