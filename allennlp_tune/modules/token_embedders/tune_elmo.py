@@ -103,8 +103,8 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
     stateful : `bool`, optional (default = `False`)
         Carry the biLSTM states across batches as AllenNLP's `Elmo` does (see above).
     feature_cache : `Dict[str, Any]`, optional (default = `None`)
-        As in `tune_transformer`: `{}` or `{"directory": ..., "memory_mb": ...}`; only with
-        `mode: "feature_extraction"` and `stateful: false`.
+        As in `tune_transformer`: `{}` or `{"directory": ..., "memory_mb": ..., "disk_mb": ...,
+        "min_free_mb": ...}`; only with `mode: "feature_extraction"` and `stateful: false`.
     serialization_dir : `str`, optional (default = `None`)
         Not for configs: `allennlp train` passes it, and it locates the default cache folder.
     """

@@ -117,8 +117,11 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         later epochs, validation and evaluation; only with `mode: "feature_extraction"`, and
         bypassed while any group is unfrozen. Keys: `directory` (default: the environment
         variable `TUNE_FEATURE_CACHE_DIR`, else `<serialization_dir>/feature_cache` under
-        `allennlp train`, else `~/.cache/allennlp_tune/features`) and `memory_mb` (in-memory LRU
-        budget, default 256). `{}` enables it with the defaults. Entries are keyed by the
+        `allennlp train`, else `~/.cache/allennlp_tune/features`), `memory_mb` (in-memory LRU
+        budget, default 256), `disk_mb` (most MiB the folder may hold, default no limit) and
+        `min_free_mb` (free space to leave on its disk, default max(2 GiB, 5% of the disk)):
+        past those, entries are not written and are recomputed, with the same results. `{}`
+        enables it with the defaults. Entries are keyed by the
         encoder's weights, the layer selection, `max_length` and the input ids, so a cache
         directory can be shared between runs and models safely. See `feature_cache.py`.
     sub_module : `str`, optional (default = `None`)
