@@ -39,6 +39,9 @@ CONFIG_VARS: Dict[str, str] = {
     "TUNE_FEATURE_CACHE": "feature extraction: cache the frozen features on disk (true/false)",
     "TUNE_FROZEN_EPOCHS": "stack-then-finetune: most epochs of the frozen phase",
     "TUNE_MAX_GAP": "stack-then-finetune: end the frozen phase when train - dev exceeds this",
+    "TUNE_PATIENCE": "feature extraction: stop after this many epochs without improvement",
+    "TUNE_LORA_R": "lora: rank of the adapters",
+    "TUNE_LORA_ALPHA": "lora: scaling numerator (the update is scaled by alpha / r)",
 }
 
 

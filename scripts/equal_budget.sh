@@ -20,8 +20,7 @@
 #
 # Search spaces (ext vars of allennlp_tune/configs/vars.libsonnet; override with SPACE_FE="..."):
 #   fe:           TUNE_LR 1e-4..1e-2 (log; default 1e-3), TUNE_DROPOUT 0.0..0.5 (default 0.5 in
-#                 ESIM, 0.1 in the pooled heads). Patience is fixed at 3 in trainers.libsonnet (no
-#                 ext var), so it is not searched.
+#                 ESIM, 0.1 in the pooled heads), TUNE_PATIENCE 1..5 (early stopping; default 3)
 #   ft:           TUNE_LR 1e-5..2e-4 (log; BERT's 2e-5, MiniLM's fixed recipe 1e-4), TUNE_EPOCHS 2..6
 #   sf:           TUNE_LR 1e-5..2e-4 (log), TUNE_EPOCHS 4..8 (both phases: 2 frozen + 2..6)
 #   bitfit, lora: TUNE_LR 5e-5..5e-3 (log; they train few parameters, at higher rates), TUNE_EPOCHS 2..6
@@ -86,7 +85,7 @@ space() {
     return
   fi
   case "$1" in
-    fe) echo "TUNE_LR=1e-4:1e-2:log TUNE_DROPOUT=0.0:0.5" ;;
+    fe) echo "TUNE_LR=1e-4:1e-2:log TUNE_DROPOUT=0.0:0.5 TUNE_PATIENCE=1:5" ;;
     ft) echo "TUNE_LR=1e-5:2e-4:log TUNE_EPOCHS=2:6" ;;
     sf) echo "TUNE_LR=1e-5:2e-4:log TUNE_EPOCHS=4:8" ;;
     bitfit|lora) echo "TUNE_LR=5e-5:5e-3:log TUNE_EPOCHS=2:6" ;;

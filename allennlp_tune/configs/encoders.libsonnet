@@ -10,9 +10,8 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
 // LoRA (Hu et al. 2021): rank r, scaling alpha / r, dropout on the adapters' input; the
 // embedder's defaults, written out so that config.json records them (the LoRA paper's RoBERTa-base
 // GLUE runs used rank 8). target_modules is left to the embedder, which knows each transformer
-// family's projection names. Not TUNE_* variables: a new one needs its entry in
-// allennlp_tune/config_vars.py, as Jsonnet cannot read an ext var that is not set.
-local lora = {r: 8, alpha: 16, dropout: 0.1};
+// family's projection names. r and alpha are TUNE_LORA_R and TUNE_LORA_ALPHA.
+local lora = {r: vars.lora_r, alpha: vars.lora_alpha, dropout: 0.1};
 
 {
   bert(task, mode, layers="all", word_level=false):: {

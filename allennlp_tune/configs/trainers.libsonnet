@@ -40,7 +40,7 @@ local warmup_linear_decay(task, epochs, lr) = common(task, epochs) + {
     optimizer: {type: "adamw", lr: vars.lr(1e-3), weight_decay: vars.weight_decay(0.0)},
     learning_rate_scheduler: {type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0},
     grad_norm: 10.0,
-    patience: 3,
+    patience: vars.patience(3),
   },
 
   // BERT: Devlin et al.'s recipe. Linear warmup over the first 10% of the steps, then linear

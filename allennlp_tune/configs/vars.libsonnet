@@ -101,4 +101,7 @@ local boolean(name, default) =
   feature_cache:: boolean("TUNE_FEATURE_CACHE", true),
   frozen_epochs(default):: number("TUNE_FROZEN_EPOCHS", default, integer=true, min=0),
   max_gap(default):: number("TUNE_MAX_GAP", default),
+  patience(default):: number("TUNE_PATIENCE", default, integer=true, min=1),
+  lora_r:: number("TUNE_LORA_R", 8, integer=true, min=1),
+  lora_alpha:: number("TUNE_LORA_ALPHA", 16, above=0),
 }

@@ -43,7 +43,7 @@ def test_every_mode_gets_the_same_trials_then_n_seeds_into_one_folder(tmp_path):
     assert [c[2] for c in searches] == configs
     assert {tuple(option_values(c, "--trials")) for c in searches} == {("6",)}
     params = {c[2].split("_")[-1][:2]: option_values(c, "--param") for c in searches}
-    assert [p.split("=")[0] for p in params["fe"]] == ["TUNE_LR", "TUNE_DROPOUT"]
+    assert [p.split("=")[0] for p in params["fe"]] == ["TUNE_LR", "TUNE_DROPOUT", "TUNE_PATIENCE"]
     assert [p.split("=")[0] for p in params["ft"]] == ["TUNE_LR", "TUNE_EPOCHS"]
     assert [p.split("=")[0] for p in params["sf"]] == ["TUNE_LR", "TUNE_EPOCHS"]
     # The search seed is not one of the reported seeds.
