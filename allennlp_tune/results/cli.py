@@ -99,7 +99,11 @@ def _print_report(dirs, args: argparse.Namespace) -> None:
         report_from_dirs,
     )
 
-    report = report_from_dirs(dirs, split=args.split)
+    # tune-report's --bootstrap / --no-intervals; tune-grid and tune-compare use the defaults.
+    options = {"intervals": not getattr(args, "no_intervals", False)}
+    if getattr(args, "bootstrap", None) is not None:
+        options["replicates"] = args.bootstrap
+    report = report_from_dirs(dirs, split=args.split, **options)
     print(render_markdown(report), end="")
     if args.html:
         Path(args.html).write_text(render_html(report), encoding="utf-8")
@@ -116,16 +120,40 @@ def _print_report(dirs, args: argparse.Namespace) -> None:
 # tune-report ---------------------------------------------------------------------------------
 
 REPORT_DESCRIPTION = """Render the paper's Table 2 (feature extraction vs fine-tuning per task,
-mean ± std over seeds, delta, the paper's numbers) from run directories: every folder under DIRS
-that holds config.json or tune_run.json. Markdown to stdout."""
+mean ± std over seeds, delta, the paper's numbers; a paired-bootstrap verdict with its 95%
+interval where runs left dev_predictions.jsonl; known overlaps from the encoder's model card) from
+run directories: every folder under DIRS that holds config.json or tune_run.json. Markdown to
+stdout."""
 
 
 def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
     subparser = parser.add_parser(name, description=REPORT_DESCRIPTION, help=REPORT_DESCRIPTION)
     subparser.add_argument("dirs", nargs="+", metavar="DIR", help="folders searched for runs")
     _add_output_arguments(subparser)
+    subparser.add_argument(
+        "--bootstrap",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="replicates of the paired bootstrap behind the verdicts (default 2000)",
+    )
+    subparser.add_argument(
+        "--no-intervals",
+        action="store_true",
+        help="no paired bootstrap: no verdict column, Δ marked by the old one-point rule",
+    )
     subparser.set_defaults(func=report_main)
     return subparser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
 
 
 def report_main(args: argparse.Namespace) -> None:

@@ -6,12 +6,28 @@ standard deviation over seeds of the run's primary validation metric, as a perce
 paper (metrics where lower is better, such as loss, are shown as they are), with the number of
 seeds; tasks other than the paper's (CoLA, a task of one's own run by `tune-compare`) follow
 its seven, by name, with the metric of their configs and "—" for the paper's numbers. Delta =
-mean(ft) - mean(fe) in points, marked `[ft]` where it favours fine-tuning (delta > 1) and `[fe]`
-where it favours feature extraction (delta < -1), as the paper colours it; the comparison uses
-the delta rounded as displayed, so a shown +1.0 is not marked. The paper's own numbers (Peters,
+mean(ft) - mean(fe) in points. The paper's own numbers (Peters,
 Ruder & Smith 2019, "To Tune or Not to Tune?", Table 2) stand beside ours, and
 stack-then-finetune (sf) is a further column; bitfit (bias-only fine-tuning) and lora (low-rank
 adapters) get columns of their own after it in a table where some run used them.
+
+The verdict (issue 16). Where the runs left `dev_predictions.jsonl`, every pair of a row's modes
+is compared by the paired bootstrap of `allennlp_tune.results.paired` (the same resampled dev
+examples for both modes, seeds resampled too; the task's own metric, with the configs'
+`positive_label` for F1 and `label_encoding` for span F1), once per row for all its pairs: each
+mode against the reference `fe` (mode_a the mode, mode_b "fe"), and sf / bitfit / lora against
+`ft`. The score table gains a column `Verdict ft vs fe (95% CI)` (`ft +1.2 [+0.3, +2.1]`, or
+`tie` when the interval contains 0) where some row has one, and a paired table per encoder lists
+every pair. A row without an interval (no predictions, a metric the bootstrap does not know,
+predictions of different dev sets) keeps the old one-point rule in its Delta cell: `[ft]` where
+delta > 1, `[fe]` where delta < -1, rounded as displayed (a shown +1.0 is not marked); a row
+with an interval shows Delta unmarked. The notes say which test was used, its replicates, the
+seeds, and why a row or pair has no interval (naming the files of mismatched predictions).
+
+Known overlap: when a run's encoder folder (a `model_name` of its config that is a folder) has a
+model card whose `datasets:` names a dataset the task is built from, the task is marked `†`
+(`(†)` where the card only names related data, such as SNLI for SICK-E), and the notes say which
+dataset and why (`allennlp_tune.results.overlap`).
 
 Under each encoder's table, when runs recorded what they cost (`cost.json`, from the `tune_cost`
 trainer callback and tune-grid), a cost table: per task and mode the mean over its runs of the
@@ -38,6 +54,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from allennlp_tune.results.overlap import (
+    DIRECT,
+    Overlap,
+    encoder_folders,
+    find_overlaps,
+    read_model_card,
+)
+from allennlp_tune.results.paired import (
+    DEFAULT_REPLICATES,
+    PairedResult,
+    Predictions,
+    PredictionsMismatch,
+    compare_modes,
+    describe_test,
+    metric_kind,
+    read_predictions,
+)
 from allennlp_tune.results.runs import (
     COST_NAME,
     MODES,
@@ -106,6 +139,13 @@ ALWAYS_SHOWN_MODES = ("fe", "ft", "sf")
 NOT_AVAILABLE = "n/a"
 FAVOURS_FINE_TUNING = "[ft]"
 FAVOURS_FEATURE_EXTRACTION = "[fe]"
+# The paired comparisons: every mode against the reference fe, and the other modes against ft.
+REFERENCE = "fe"
+SECOND_REFERENCE = "ft"
+VERDICT_HEADER = "Verdict ft vs fe (95% CI)"
+# Task marks for a known overlap with the encoder's training data (its model card).
+OVERLAP_MARK = "†"
+RELATED_OVERLAP_MARK = "(†)"
 NONE = "—"
 MIXED = "mixed settings"
 REPEATED = "repeated seed"
@@ -253,10 +293,75 @@ class Summary:
 
 
 @dataclass
+class KnownOverlap:
+    """An overlap of a row's task with the `datasets:` of the model card of an encoder folder."""
+
+    folder: str
+    card: str
+    overlap: Overlap
+
+    def as_dict(self) -> Dict[str, str]:
+        return {
+            "kind": self.overlap.kind,
+            "dataset": self.overlap.dataset,
+            "reason": self.overlap.reason,
+            "text": self.overlap.text(),
+            "card": self.card,
+        }
+
+
+@dataclass
 class Row:
     task: str
     cells: Dict[str, Summary]
     paper: Dict[str, Optional[float]]
+    # The paired comparisons (`compute_paired`): reference pairs (mode_b "fe") first.
+    paired: List[PairedResult] = field(default_factory=list)
+    # Why a pair or the row has no interval, and which runs were left out of the intervals.
+    paired_notes: List[str] = field(default_factory=list)
+    # The seeds whose predictions went into the intervals, per mode.
+    paired_seeds: Dict[str, List[Optional[int]]] = field(default_factory=dict)
+    overlaps: List[KnownOverlap] = field(default_factory=list)
+    # Encoder folders of this row's runs without a model card (overlap unknown), and card errors.
+    overlap_unknown: List[str] = field(default_factory=list)
+    overlap_problems: List[str] = field(default_factory=list)
+
+    def pair(self, mode_a: str, mode_b: str) -> Optional[PairedResult]:
+        for result in self.paired:
+            if (result.mode_a, result.mode_b) == (mode_a, mode_b):
+                return result
+        return None
+
+    @property
+    def compared(self) -> bool:
+        """Whether paired intervals were computed or attempted (predictions of two modes)."""
+        return bool(self.paired or self.paired_notes)
+
+    @property
+    def verdict(self) -> Optional[PairedResult]:
+        """ft vs fe (ft - fe), when both have predictions."""
+        return self.pair(SECOND_REFERENCE, REFERENCE)
+
+    @property
+    def overlap_kind(self) -> Optional[str]:
+        """ "direct", "related" or `None` (no known overlap)."""
+        kinds = {known.overlap.kind for known in self.overlaps}
+        if not kinds:
+            return None
+        return DIRECT if DIRECT in kinds else kinds.pop()
+
+    @property
+    def overlap_mark(self) -> str:
+        kind = self.overlap_kind
+        if kind is None:
+            return ""
+        return OVERLAP_MARK if kind == DIRECT else RELATED_OVERLAP_MARK
+
+    @property
+    def title(self) -> str:
+        """The task's title with its overlap mark: `MNLI †`."""
+        mark = self.overlap_mark
+        return f"{_task_title(self.task)} {mark}" if mark else _task_title(self.task)
 
     @property
     def delta(self) -> Optional[float]:
@@ -299,6 +404,10 @@ class Report:
     roots: List[str]
     superseded: int = 0
     split: str = "validation"
+    # Whether paired intervals were asked for (`--no-intervals` turns them off), and how many
+    # bootstrap replicates they used.
+    intervals: bool = True
+    replicates: int = DEFAULT_REPLICATES
 
     @property
     def problems(self) -> List[Run]:
@@ -308,26 +417,36 @@ class Report:
         tables = []
         for encoder, rows in self.encoder_rows.items():
             extra_modes = shown_modes(rows)[len(ALWAYS_SHOWN_MODES) :]
+            # The verdict column only where some row has predictions to compare; old run
+            # folders (no predictions) keep the table as it was, with the old rule in Delta.
+            verdicts = any(row.compared for row in rows)
             body = []
             for row in rows:
                 delta, delta_mark_ = format_delta(row.delta)
+                if row.verdict is not None and row.delta is not None:
+                    delta, delta_mark_ = _signed(row.delta), None  # the verdict replaces it
                 paper_delta, paper_mark = format_delta(row.paper_delta)
-                body.append(
-                    [
-                        (_task_title(row.task), None),
-                        (row.metric, None),
-                        (row.cells["fe"].text(), None),
-                        (_paper(row.paper["fe"]), None),
-                        (row.cells["ft"].text(), None),
-                        (_paper(row.paper["ft"]), None),
-                        (delta, delta_mark_),
-                        (paper_delta, paper_mark),
-                        (row.cells["sf"].text(), None),
-                    ]
-                    + [(row.cells[mode].text(), None) for mode in extra_modes]
-                )
-            header = HEADER + [f"{mode} (ours)" for mode in extra_modes]
+                cells = [
+                    (row.title, None),
+                    (row.metric, None),
+                    (row.cells["fe"].text(), None),
+                    (_paper(row.paper["fe"]), None),
+                    (row.cells["ft"].text(), None),
+                    (_paper(row.paper["ft"]), None),
+                    (delta, delta_mark_),
+                ]
+                if verdicts:
+                    cells.append(verdict_cell(row.verdict))
+                cells += [(paper_delta, paper_mark), (row.cells["sf"].text(), None)]
+                body.append(cells + [(row.cells[mode].text(), None) for mode in extra_modes])
+            header = list(HEADER)
+            if verdicts:
+                header.insert(header.index("Δ (paper)"), VERDICT_HEADER)
+            header += [f"{mode} (ours)" for mode in extra_modes]
             tables.append(Table(ENCODER_TITLES.get(encoder, encoder), header, body))
+            compared = paired_table(ENCODER_TITLES.get(encoder, encoder), rows)
+            if compared is not None:
+                tables.append(compared)
             costs = cost_table(ENCODER_TITLES.get(encoder, encoder), rows)
             if costs is not None:
                 tables.append(costs)
@@ -355,10 +474,100 @@ class Report:
             + ("best-epoch validation" if self.split == "validation" else "test")
             + " score of each run's primary metric (the trainer's validation_metric), ×100, "
             "mean ± sample std over seeds, n = seeds with a score.",
-            f"Δ = ft − fe in points; {FAVOURS_FINE_TUNING} favours fine-tuning (Δ > 1), "
-            f"{FAVOURS_FEATURE_EXTRACTION} favours feature extraction (Δ < −1). Paper: Peters, "
-            "Ruder & Smith (2019), Table 2. sf = stack-then-finetune.",
+            (
+                f"Δ = ft − fe in points. {VERDICT_HEADER}: ft − fe from the runs' dev "
+                "predictions with its paired-bootstrap 95% interval, and the mode it favours, or "
+                "tie when the interval contains 0 (see the notes). Rows without an interval keep "
+                f"the old rule in Δ: {FAVOURS_FINE_TUNING} where Δ > 1, "
+                f"{FAVOURS_FEATURE_EXTRACTION} where Δ < −1 (no test)."
+                if any(row.compared for row in self.rows())
+                else f"Δ = ft − fe in points, marked by the old one-point rule (no test; no "
+                f"paired intervals, see the notes): {FAVOURS_FINE_TUNING} favours fine-tuning "
+                f"(Δ > 1), {FAVOURS_FEATURE_EXTRACTION} favours feature extraction (Δ < −1)."
+            )
+            + " Paper: Peters, Ruder & Smith (2019), Table 2. sf = stack-then-finetune.",
         ]
+        if any(row.overlaps for row in self.rows()):
+            lines.append(
+                f"{OVERLAP_MARK}: the encoder's model card lists a dataset the task is built "
+                f"from; {RELATED_OVERLAP_MARK}: only related data (see Known overlap)."
+            )
+        return lines
+
+    def rows(self) -> List[Row]:
+        return [row for rows in self.encoder_rows.values() for row in rows]
+
+    def labelled_rows(self) -> List[Tuple[str, Row]]:
+        """(`BERT SICK-E`, row) for every Table 2 row."""
+        return [
+            (f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(row.task)}", row)
+            for encoder, rows in self.encoder_rows.items()
+            for row in rows
+        ]
+
+    def paired_lines(self) -> List[str]:
+        """How the intervals were made, the seeds behind them, and the rows without them."""
+        labelled = self.labelled_rows()
+        if not labelled:
+            return []
+        old_rule = f"Δ keeps the old rule ({FAVOURS_FINE_TUNING}/{FAVOURS_FEATURE_EXTRACTION})"
+        if not self.intervals:
+            return [f"Paired intervals not computed (--no-intervals): {old_rule} in every row."]
+        if self.split != "validation":
+            return [
+                f"No paired intervals with --split {self.split}: {PREDICTIONS_NAME} holds dev "
+                f"predictions, not {self.split} ones; {old_rule} in every row."
+            ]
+        lines = []
+        if any(row.paired for _, row in labelled):
+            lines.append(
+                describe_test(self.replicates)
+                + " Differences are in points (×100) of each task's metric, computed from the "
+                f"runs' {PREDICTIONS_NAME} (the archived best model on the dev set), so they can "
+                "differ slightly from Δ, which averages the best-epoch scores of metrics.json. "
+                f"Each mode is compared with the reference {REFERENCE} (mode − {REFERENCE}) and "
+                f"the others also with {SECOND_REFERENCE}. The verdict replaces the old one-point "
+                f"rule ({FAVOURS_FINE_TUNING}/{FAVOURS_FEATURE_EXTRACTION} where |Δ| > 1, no "
+                "test), which Δ keeps only in rows without an interval."
+            )
+        for label, row in labelled:
+            if row.paired:
+                first = row.paired[0]
+                seeds = "; ".join(
+                    f"{mode} {_seed_list(seeds)}" for mode, seeds in row.paired_seeds.items()
+                )
+                lines.append(
+                    f"{label} ({first.metric}): {first.examples} dev examples, "
+                    f"{self.replicates} replicates; seeds {seeds}."
+                )
+            elif not row.paired_notes:
+                lines.append(f"{label}: no interval ({_no_interval_reason(row)}); {old_rule}.")
+            for note in row.paired_notes:
+                lines.append(f"{label}: {note}")
+            if row.paired_notes and row.verdict is None:
+                lines.append(f"{label}: no interval of ft vs fe; {old_rule}.")
+        return lines
+
+    def overlap_lines(self) -> List[str]:
+        """Which rows overlap the encoder's training data, which dataset, and why it matters."""
+        lines = []
+        for label, row in self.labelled_rows():
+            for known in row.overlaps:
+                kind = known.overlap.kind
+                mark = OVERLAP_MARK if kind == DIRECT else RELATED_OVERLAP_MARK
+                consequence = (
+                    "the encoder was trained on this task's data (maybe on its dev examples), so "
+                    "its scores, and fe against ft, are not those of an encoder that never saw it"
+                    if kind == DIRECT
+                    else "related data, not the task's own: the encoder has seen this kind of "
+                    "task, which may favour its frozen features"
+                )
+                lines.append(
+                    f"{mark} {label}: {known.card} lists {known.overlap.dataset} "
+                    f"({known.overlap.reason}; {kind}): {consequence}."
+                )
+            for problem in row.overlap_problems:
+                lines.append(f"{label}: {problem}")
         return lines
 
     def cells(self) -> List[Tuple[str, Summary]]:
@@ -403,6 +612,8 @@ class Report:
     def notes(self) -> List[Tuple[str, List[str]]]:
         """The sections under the tables, as (title, lines), each only when it has lines."""
         sections = [
+            ("Paired comparisons (verdicts)", self.paired_lines()),
+            ("Known overlap with the encoder's training data (model card)", self.overlap_lines()),
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
             ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
             ("Runs without a score", self.problem_lines()),
@@ -466,6 +677,40 @@ def _display_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def _signed(value: float, digits: int = 1) -> str:
+    return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
+
+
+def _seed_list(seeds: Sequence[Optional[int]]) -> str:
+    known = sorted(seed for seed in seeds if seed is not None)
+    unknown = len(seeds) - len(known)
+    text = ", ".join(str(seed) for seed in known)
+    if unknown:
+        text += (", " if text else "") + f"{unknown} without a seed"
+    return f"({text})" if len(seeds) > 1 else text
+
+
+def _no_interval_reason(row: "Row") -> str:
+    scored = [run for cell in row.cells.values() for run in cell.runs if run.status == OK]
+    if not any(run.predictions for run in scored):
+        return f"no scored run has {PREDICTIONS_NAME}"
+    with_predictions = [
+        mode
+        for mode in row.used_modes()
+        if any(run.status == OK and run.predictions for run in row.cells[mode].runs)
+    ]
+    return f"only {', '.join(with_predictions)} has {PREDICTIONS_NAME}, nothing to compare with"
+
+
+def verdict_cell(result: Optional[PairedResult]) -> Tuple[str, Optional[str]]:
+    """`ft +1.2 [+0.3, +2.1]`, `tie -0.4 [-1.5, +0.6]`, or `—`; marked with the winner."""
+    if result is None:
+        return NONE, None
+    interval = f"[{_signed(result.low)}, {_signed(result.high)}]"
+    mark = result.verdict if result.verdict in MARK_COLOURS else None
+    return f"{result.verdict} {_signed(result.difference)} {interval}", mark
 
 
 def _paper(value: Optional[float]) -> str:
@@ -547,6 +792,163 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     return Table(f"{title}: costs (mean over runs)", header, body)
 
 
+def row_pairs(modes: Sequence[str]) -> List[Tuple[str, str]]:
+    """Each mode against fe (mode_a the mode, mode_b "fe"), then sf / bitfit / lora against ft."""
+    pairs = [(mode, REFERENCE) for mode in modes if mode != REFERENCE and REFERENCE in modes]
+    pairs += [
+        (mode, SECOND_REFERENCE)
+        for mode in modes
+        if mode not in (REFERENCE, SECOND_REFERENCE) and SECOND_REFERENCE in modes
+    ]
+    return pairs
+
+
+def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
+    """
+    Every pair of the encoder's rows: one column per pair (`ft − fe`, `sf − fe`, ..., `sf − ft`)
+    with `difference [low, high] verdict`; rows of tasks with at least one pair. `None` if none.
+    """
+    compared = [row for row in rows if row.paired]
+    if not compared:
+        return None
+    order = row_pairs(MODES)
+    present = {(r.mode_a, r.mode_b) for row in compared for r in row.paired}
+    pairs = [pair for pair in order if pair in present]
+    body = []
+    for row in compared:
+        cells: List[Cell] = [(row.title, None), (row.metric, None)]
+        for mode_a, mode_b in pairs:
+            result = row.pair(mode_a, mode_b)
+            if result is None:
+                cells.append((NONE, None))
+            else:
+                mark = result.verdict if result.verdict in MARK_COLOURS else None
+                cells.append((result.text(), mark))
+        seeds = ", ".join(f"{mode} {len(seeds)}" for mode, seeds in row.paired_seeds.items())
+        cells += [(str(row.paired[0].examples), None), (seeds, None)]
+        body.append(cells)
+    header = ["Task", "Metric"] + [f"{a} − {b}" for a, b in pairs] + ["Dev examples", "Seeds"]
+    return Table(f"{title}: paired differences (points, 95% CI, verdict)", header, body)
+
+
+def _setting(runs: Sequence[Run], name: str) -> Optional[str]:
+    """The value of config key `name` (at any depth, e.g. `model.positive_label`) in the runs."""
+    import json
+
+    for run in runs:
+        for key, value in (run.settings or {}).items():
+            if key.split(".")[-1] == name:
+                try:
+                    loaded = json.loads(value)
+                except ValueError:
+                    continue
+                if isinstance(loaded, str):
+                    return loaded
+    return None
+
+
+def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0) -> None:
+    """
+    Fills `row.paired`, `row.paired_seeds` and `row.paired_notes`: the paired bootstrap of every
+    pair of `row_pairs` over the scored runs with predictions, in one `compare_modes` call (the
+    same resamples for every pair). Problems (a broken or mismatched predictions file, a metric
+    the bootstrap does not know) become notes, never errors.
+    """
+    by_mode: Dict[str, List[Predictions]] = {}
+    used: Dict[str, List[Run]] = {}
+    notes: List[str] = []
+    for mode in row.used_modes():
+        scored = [run for run in row.cells[mode].runs if run.status == OK]
+        loaded = []
+        for run in scored:
+            if not run.predictions:
+                continue
+            try:
+                loaded.append((run, read_predictions(run.path / PREDICTIONS_NAME)))
+            except (PredictionsMismatch, OSError, UnicodeDecodeError) as error:
+                notes.append(f"{mode}: left out of the intervals: {error}")
+        if not loaded:
+            continue
+        if len(loaded) < len(scored):
+            notes.append(
+                f"{mode}: the intervals use {len(loaded)} of its {len(scored)} scored runs (the "
+                f"others have no usable {PREDICTIONS_NAME})"
+            )
+        by_mode[mode] = [predictions for _, predictions in loaded]
+        used[mode] = [run for run, _ in loaded]
+    pairs = row_pairs(list(by_mode))
+    if not pairs:
+        row.paired_notes = notes
+        return
+    runs = [run for mode_runs in used.values() for run in mode_runs]
+    metrics = sorted({str(run.metric) for run in runs})
+    if len(metrics) > 1:
+        row.paired_notes = notes + [
+            f"no intervals: the runs' metrics differ ({', '.join(metrics)})"
+        ]
+        return
+    metric = metrics[0]
+    try:
+        kind = metric_kind(metric)
+    except ValueError as error:
+        row.paired_notes = notes + [f"no intervals: {error}"]
+        return
+    options = dict(
+        replicates=replicates,
+        seed=seed,
+        positive_label=_setting(runs, "positive_label") if kind == "f1" else None,
+        tag_encoding=_setting(runs, "label_encoding") if kind == "span_f1" else None,
+    )
+    try:
+        results = compare_modes(by_mode, metric, pairs=pairs, **options)
+    except PredictionsMismatch:
+        # Some modes (or seeds) were scored on another dev set: compare pair by pair, so the
+        # pairs that do match still get their interval, and name the files of the others.
+        results = []
+        for mode_a, mode_b in pairs:
+            two = {mode_a: by_mode[mode_a], mode_b: by_mode[mode_b]}
+            try:
+                results += compare_modes(two, metric, pairs=[(mode_a, mode_b)], **options)
+            except (PredictionsMismatch, ValueError) as error:
+                notes.append(f"no interval for {mode_a} vs {mode_b}: {error}")
+    except ValueError as error:  # e.g. a positive_label that is no label of the predictions
+        results = []
+        notes.append(f"no intervals: {error}")
+    row.paired = results
+    compared = {mode for result in results for mode in (result.mode_a, result.mode_b)}
+    row.paired_seeds = {
+        mode: [run.seed for run in used[mode]] for mode in by_mode if mode in compared
+    }
+    row.paired_notes = notes
+
+
+def find_known_overlaps(row: Row, cards: Optional[Dict[str, Any]] = None) -> None:
+    """
+    Fills `row.overlaps`, `row.overlap_unknown` and `row.overlap_problems` from the model cards
+    of the encoder folders its runs name (`model_name`). `cards` caches cards by folder.
+    """
+    cards = {} if cards is None else cards
+    seen = set()
+    for run in (run for cell in row.cells.values() for run in cell.runs):
+        for folder in encoder_folders(run.settings or {}):
+            if folder in seen:
+                continue
+            seen.add(folder)
+            if folder not in cards:
+                try:
+                    cards[folder] = read_model_card(folder)
+                except (ValueError, OSError) as error:
+                    cards[folder] = error
+            card = cards[folder]
+            if isinstance(card, Exception):
+                row.overlap_problems.append(f"overlap not checked: {card}")
+            elif card is None:
+                row.overlap_unknown.append(folder)
+            else:
+                for overlap in find_overlaps(row.task, card.datasets):
+                    row.overlaps.append(KnownOverlap(folder, str(card.path), overlap))
+
+
 def _encoder_order(encoder: str) -> Tuple[int, str]:
     return (list(PAPER_TABLE_2).index(encoder) if encoder in PAPER_TABLE_2 else 99, encoder)
 
@@ -556,8 +958,14 @@ def build_report(
     roots: Sequence[str] = (),
     superseded: int = 0,
     split: str = "validation",
+    intervals: bool = True,
+    replicates: int = DEFAULT_REPLICATES,
 ) -> Report:
-    """Groups runs into Table 2 cells (or the other-runs table) and pairs them with the paper."""
+    """
+    Groups runs into Table 2 cells (or the other-runs table) and pairs them with the paper; with
+    `intervals` (and the validation split) the paired bootstrap of each row's modes, with
+    `replicates` replicates; the known overlaps from the encoders' model cards.
+    """
     cells: Dict[Tuple[str, str, str], Summary] = {}
     others: Dict[str, Summary] = {}
     for run in runs:
@@ -589,6 +997,13 @@ def build_report(
             )
         encoder_rows[encoder] = rows
 
+    cards: Dict[str, Any] = {}
+    for rows in encoder_rows.values():
+        for row in rows:
+            if intervals and split == "validation":
+                compute_paired(row, replicates)
+            find_known_overlaps(row, cards)
+
     def other_order(item: Tuple[str, Summary]) -> Tuple[int, str]:
         name = item[1].runs[0].name
         known = name is not None and name.task in TASKS
@@ -601,12 +1016,19 @@ def build_report(
         roots=[str(root) for root in roots],
         superseded=superseded,
         split=split,
+        intervals=intervals,
+        replicates=replicates,
     )
 
 
-def report_from_dirs(dirs: Sequence[Union[str, Path]], split: str = "validation") -> Report:
+def report_from_dirs(
+    dirs: Sequence[Union[str, Path]],
+    split: str = "validation",
+    intervals: bool = True,
+    replicates: int = DEFAULT_REPLICATES,
+) -> Report:
     runs, superseded = load_runs([Path(d) for d in dirs], split)
-    return build_report(runs, [str(d) for d in dirs], superseded, split)
+    return build_report(runs, [str(d) for d in dirs], superseded, split, intervals, replicates)
 
 
 def _markdown_escape(text: str) -> str:
@@ -672,6 +1094,14 @@ def render_json(report: Report) -> Dict[str, Any]:
                     "delta_favours": None if row.delta is None else delta_mark(row.delta),
                     "paper": row.paper,
                     "paper_delta": row.paper_delta,
+                    "verdict": None if row.verdict is None else row.verdict.verdict,
+                    "paired": [result.as_dict() for result in row.paired],
+                    "paired_seeds": row.paired_seeds,
+                    "paired_notes": row.paired_notes,
+                    "overlap": [known.overlap.text() for known in row.overlaps],
+                    "overlap_kind": row.overlap_kind,
+                    "overlap_details": [known.as_dict() for known in row.overlaps],
+                    "overlap_unknown": row.overlap_unknown,
                     "cells": {
                         mode: _summary_json(cell)
                         for mode, cell in row.cells.items()
@@ -683,6 +1113,12 @@ def render_json(report: Report) -> Dict[str, Any]:
         "split": report.split,
         "roots": report.roots,
         "superseded": report.superseded,
+        "paired_test": (
+            describe_test(report.replicates)
+            if report.intervals and report.split == "validation"
+            else None
+        ),
+        "replicates": report.replicates,
         "rows": rows,
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
         "runs_without_costs": [str(run.path) for run in report.without_costs()],
