@@ -24,7 +24,9 @@ adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is re
    which imports the package's `experiment.libsonnet` and the task file by absolute path and
    calls `cell(task, encoder, mode)`, and renders each once to check it;
 4. trains them x seeds with tune-grid's `run_grid` (resumable: complete runs are skipped; each
-   run's rendered config is AllenNLP's `config.json` in its run directory).
+   run's rendered config is AllenNLP's `config.json` in its run directory), after its planner
+   has printed each cell's expected cache size, RAM and time per epoch and refused a cell whose
+   feature cache would not fit its budget (`allennlp_tune.results.plan`).
 
 The command prints the report of RESULTS_DIR at the end (`allennlp tune-report`).
 """
@@ -345,8 +347,14 @@ def run_compare(
     keep_failed: bool = False,
     keep_checkpoints: bool = False,
     progress: bool = True,
+    plan: bool = True,
+    plan_only: bool = False,
 ) -> GridResult:
-    """Loads the task, writes a config per mode and trains them x seeds (module docstring)."""
+    """
+    Loads the task, writes a config per mode and trains them x seeds (module docstring).
+    `plan` / `plan_only`: `run_grid`'s planner (estimates first, over-budget caches refused
+    before training; `plan_only` writes the configs and stops after the plan).
+    """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
         if CUDA_DEVICE_EXT_VAR in ext_vars:
@@ -371,4 +379,6 @@ def run_compare(
         keep_checkpoints=keep_checkpoints,
         progress=progress,
         tool="tune-compare",
+        plan=plan,
+        plan_only=plan_only,
     )

@@ -10,6 +10,12 @@ seed (every config with seed 1 first), so an interrupted grid already has one se
 cell. The progress bar (stderr) shows the runs done out of all, the run in progress and, once
 it has finished an epoch, its epoch and that epoch's dev metric (`epoch_status`).
 
+Before anything is written, the planner (`allennlp_tune.results.plan`) prints, for every config
+with a run to do, its train split's instances and wordpieces, the expected feature cache size
+(fe cells with a cache), peak RAM and time per epoch, and refuses the grid when a cell's cache
+would not fit its disk budget, naming the setting to change (`plan=False`: no planner;
+`plan_only`: print the plan and train nothing).
+
 Resuming, after a crash, a kill or Ctrl-C:
 
 - a *complete* run (`model.tar.gz`, `metrics.json` and `tune_run.json` with status "ok") is
@@ -652,6 +658,46 @@ class _SigtermAsInterrupt:
             signal.signal(signal.SIGTERM, self.previous)
 
 
+def _plan_before_training(
+    configs: Sequence[Path],
+    seeds: Sequence[int],
+    results_dir: Path,
+    ext_vars: Optional[Dict[str, str]],
+    overrides: Optional[str],
+    shared_cache: Optional[Path],
+    plan_only: bool,
+    tool: str,
+) -> None:
+    """The planner's table for the configs with a run to do; raises when a cache won't fit."""
+    from allennlp_tune.modules.token_embedders.feature_cache import user_cache_directory
+    from allennlp_tune.results.plan import budget_failures, plan_cell, print_plan
+
+    plans = []
+    for config in configs:
+        pending = [
+            seed
+            for seed in seeds
+            if not is_complete(results_dir / config_stem(config) / f"seed_{seed}")
+        ]
+        if not pending:
+            continue
+        run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(pending[0])}
+        cache_directory = shared_cache or user_cache_directory(ext_vars)
+        plans.append(
+            plan_cell(
+                config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
+            )
+        )
+    if not plans:
+        return
+    stream = sys.stdout if plan_only else sys.stderr
+    stream.write(f"{tool}: plan of the {len(plans)} cell(s) with runs to do\n")
+    print_plan(plans, stream)
+    message = budget_failures(plans)
+    if message:
+        raise ConfigurationError(f"nothing was trained: {message}")
+
+
 def run_grid(
     configs: Sequence[Path],
     seeds: Sequence[int],
@@ -664,6 +710,8 @@ def run_grid(
     progress: bool = True,
     tool: str = "tune-grid",
     predict: Optional[Predictor] = predict_subprocess,
+    plan: bool = True,
+    plan_only: bool = False,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -673,6 +721,12 @@ def run_grid(
     After a run succeeds, before it is tidied, `archive_bytes` goes into its `cost.json` and
     `predict` (`None`: no predictions) writes its `dev_predictions.jsonl`; a prediction that
     fails is noted in `tune_run.json` (`predictions_error`) and the run still counts as done.
+
+    `plan` (default): before anything is written, the planner (`allennlp_tune.results.plan`)
+    prints its estimate for every config with a run to do (stderr) and refuses the grid with a
+    `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
+    its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
+    return an empty result.
     """
     from tqdm import tqdm
 
@@ -682,11 +736,17 @@ def run_grid(
     )
 
     results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    result = GridResult()
     shared_cache = None
     if user_cache_directory(ext_vars) is None:
         shared_cache = (results_dir / SHARED_CACHE_NAME).resolve()
+    if plan or plan_only:
+        _plan_before_training(
+            configs, seeds, results_dir, ext_vars, overrides, shared_cache, plan_only, tool
+        )
+        if plan_only:
+            return GridResult()
+    results_dir.mkdir(parents=True, exist_ok=True)
+    result = GridResult()
     jobs = [(config, seed) for seed in seeds for config in configs]
     # Taken before anything is moved aside, held until the shared cache is gone: the run of a
     # live writer is left alone.

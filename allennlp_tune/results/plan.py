@@ -1,0 +1,690 @@
+"""
+The planner of tune-grid and tune-compare: what each cell will cost, before anything trains.
+
+For every cell about to run (a config with at least one seed not complete), `plan_cell`:
+
+1. renders the config as the grid's `allennlp train` child will (the grid's ext vars, the
+   first pending seed as `TUNE_SEED`, the environment, `--overrides`);
+2. reads the train split lazily with the config's own `dataset_reader` (so `max_instances`,
+   pair encoding and the task's filters are honoured) and counts instances, the sequences the
+   encoder sees (text fields with a transformer or ELMo indexer: one cache entry each) and
+   their wordpieces: a `pretrained_transformer` field's tokens are its wordpieces (special
+   tokens included); a `pretrained_transformer_mismatched` field (the tagger) is split into
+   wordpieces by its indexer's own tokenizer (`intra_word_tokenize`, specials included); an
+   ELMo field counts words. Nothing is indexed or embedded: SST-2's 67,349 sentences take
+   about 4 s on one core (MiniLM tokenizer), MNLI-sized data (392,702 pairs) about 30 s;
+3. reads the encoder's size from its `config.json` only (`transformers.AutoConfig`: never a
+   weight; a folder holding `config.json` and the tokenizer files is enough): hidden layers
+   `L`, width `H` and an estimate of its parameters (the BERT layout: embeddings plus `L` x
+   (attention, feed-forward, layer norms); exact for BERT and MiniLM, within a few percent
+   for the other families). ELMo's layers and width come from its options file when it is a
+   local file;
+4. for a feature-extraction (`fe`) cell whose embedder has a `feature_cache`: the cache's size,
+   `estimated_cache_bytes(wordpieces, mixed layers, H, sequences)` =
+   `2 * wordpieces * layers * H` bytes of float16 plus about 2.2 KB per entry (header and block
+   rounding), with `layers` the number the config mixes (`"all"`: `L + 1`), and
+   `check_budget` of that against the cell's `feature_cache` settings in the folder the run
+   will use (its `directory`, else `TUNE_FEATURE_CACHE_DIR`, else the grid's shared
+   `RESULTS_DIR/.feature_cache`);
+5. the expected time per epoch and peak RAM from `COST_MODEL` (below); "n/a" where the table
+   has no measurement for the mode, or the encoder's size is unknown.
+
+`run_grid` prints the plan (stderr; stdout with `--plan-only`, which then stops) and refuses
+the whole grid, before any run folder is written, when a cell's cache would not fit its budget,
+with `check_budget`'s message naming the setting to change (`feature_cache.disk_mb`,
+`feature_cache.min_free_mb`, `feature_cache.directory` / `TUNE_FEATURE_CACHE_DIR`, or no cache:
+`TUNE_FEATURE_CACHE=false`). `--no-plan` skips the planner altogether. A cell that cannot be
+planned (a config without a reader, a missing data file) gets "n/a" and a note; it is not
+refused (the run itself will say what is wrong). Each cell is checked on its own: cells of one
+grid that share a cache folder and encoder share entries (fe and sf of a task), so summing them
+would overstate the need.
+
+# The cost model
+
+Per mode, with `W` the train split's wordpieces, `L` x `H`^2 the encoder's FLOP scale and `P`
+the encoder's parameters:
+
+    seconds per epoch ~ a + b * W * L * H^2        peak RSS (MB) ~ c + d * P
+
+`fit_cost_model(run_dirs)` fits `a`, `b`, `c` and `d` per mode from finished or running runs
+(their `cost.json`: `mean_epoch_seconds`, `peak_rss_mb`; for runs from before `cost.json`, the
+`training_duration` over the epochs and `peak_worker_0_memory_MB` of `metrics.json`), `W`
+counted as above from each run's `config.json` and `L`, `H`, `P` from its encoder's
+`config.json`. Least squares where the runs of a mode differ in `W * L * H^2` (or `P`) by more
+than 10%; otherwise only the slope can be told from them: `a = 0` (time proportional to the
+work) and `c = BASE_RSS_MB`, the measured peak RSS of a process that has imported torch,
+AllenNLP and this plugin and built nothing, with `d` the mean of `(rss - c) / P`.
+
+It is a 2-core CPU estimate (`torch` with 2 threads, `cuda_device: -1`), and a rough one: the
+measurements were taken while other runs shared the two cores (the same cell's epochs varied
+up to 3.6x), a `fe` epoch with a warm cache costs far less than its first, uncached, epoch
+(the mean over a run's epochs is what is fitted), and the runs are all MiniLM (`P` never
+varies, so `c` is the assumed base and `d` extrapolates MiniLM's memory per parameter to other
+encoders). Treat the numbers as "minutes or hours, GB or tens of GB".
+"""
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextIO, Tuple
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.results.runs import (
+    CONFIG_NAME,
+    COST_NAME,
+    METRICS_NAME,
+    config_stem,
+    parse_run_name,
+    read_json,
+)
+
+logger = logging.getLogger(__name__)
+
+SEED_EXT_VAR = "TUNE_SEED"
+TRANSFORMER_EMBEDDERS = (
+    "tune_transformer",
+    "tune_transformer_mismatched",
+    "pretrained_transformer",
+    "pretrained_transformer_mismatched",
+)
+ELMO_EMBEDDERS = ("tune_elmo", "elmo_token_embedder")
+FE_MODE = "feature_extraction"
+# Peak RSS (MB) of `python -c "import torch, allennlp.commands, allennlp_tune"` on the
+# development machine (Python 3.11, torch CPU): what a run holds before it builds anything.
+BASE_RSS_MB = 890.0
+# Below this relative spread of x, a mode's runs cannot separate the intercept from the slope.
+MIN_SPREAD = 0.10
+
+
+@dataclass(frozen=True)
+class ModeCost:
+    """
+    One mode's coefficients: seconds per epoch `a + b * W * L * H^2`, peak RSS MB `c + d * P`
+    (see the module docstring); `runs` and `fitted_on` say what they come from.
+    """
+
+    a: Optional[float]
+    b: Optional[float]
+    c: Optional[float]
+    d: Optional[float]
+    runs: int = 0
+    fitted_on: str = ""
+
+    def epoch_seconds(self, work: Optional[float]) -> Optional[float]:
+        if self.b is None or work is None:
+            return None
+        return (self.a or 0.0) + self.b * work
+
+    def peak_rss_mb(self, params: Optional[int]) -> Optional[float]:
+        if self.d is None or params is None:
+            return None
+        return (self.c or 0.0) + self.d * params
+
+
+# Fitted with `fit_cost_model` on this machine (2 CPU cores, no GPU) to the MiniLM
+# (all-MiniLM-L6-v2: L = 6, H = 384, P = 22,565,376) runs under runs/real/ that existed when
+# the planner was written (REFIT: `fit_cost_model(sorted(Path("runs/real").rglob("seed_*")))`,
+# then paste `format_cost_model(...)` here):
+# Fitted on 9 runs: tune-compare's SICK-E and STS-B fe / ft cells, 2 epochs each (shipped
+# tasks and the same data as a user's files: runs/real/compare, from metrics.json: they predate
+# cost.json), and the SICK-E bitfit run at lr 1e-3 (runs/real/peft_lr, cost.json, still
+# training at the fit: its mean over the epochs done). No lora or sf run had finished an epoch:
+# those modes print n/a. fe and ft: W spread 1.56x (SICK-E vs STS-B) but the least-squares line
+# had a negative intercept (the epoch times were contended), so a = 0 for all modes.
+COST_MODEL: Dict[str, ModeCost] = {
+    "fe": ModeCost(a=0.0, b=8.55011e-10, c=890.0, d=4.63155e-05, runs=4),
+    "ft": ModeCost(a=0.0, b=1.00388e-09, c=890.0, d=6.68741e-05, runs=4),
+    "bitfit": ModeCost(a=0.0, b=2.56437e-09, c=890.0, d=3.9472e-05, runs=1),
+}
+
+
+@dataclass
+class EncoderSize:
+    """What the planner knows of an encoder, from its config.json (or ELMo options) alone."""
+
+    name: str
+    family: str  # "transformer" or "elmo"
+    num_layers: int  # hidden layers (transformer) or biLSTM layers (ELMo)
+    hidden_size: int  # the width of one layer's features
+    params: Optional[int] = None  # estimated from the config; None where unknown
+
+    @property
+    def work_scale(self) -> Optional[float]:
+        """L x H^2, the FLOP scale of one wordpiece through the encoder (transformers only)."""
+        if self.family != "transformer":
+            return None
+        return float(self.num_layers * self.hidden_size**2)
+
+
+@dataclass
+class DataCount:
+    instances: int = 0
+    sequences: int = 0
+    wordpieces: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class CellPlan:
+    """The planner's estimate for one cell (a config about to run)."""
+
+    config: Path
+    stem: str
+    mode: Optional[str] = None
+    data: Optional[DataCount] = None
+    encoder: Optional[EncoderSize] = None
+    cache_layers: Optional[int] = None
+    cache_config: Optional[Dict[str, Any]] = None
+    cache_directory: Optional[Path] = None
+    cache_bytes: Optional[int] = None
+    budget_error: Optional[str] = None
+    epoch_seconds: Optional[float] = None
+    peak_rss_mb: Optional[float] = None
+    notes: List[str] = field(default_factory=list)
+
+
+# Reading the data ----------------------------------------------------------------------------
+
+
+def _field_wordpieces(text_field) -> Optional[Tuple[str, int]]:
+    """(kind, count) of a text field the encoder sees, or None for another field."""
+    from allennlp.data.token_indexers import (
+        ELMoTokenCharactersIndexer,
+        PretrainedTransformerIndexer,
+        PretrainedTransformerMismatchedIndexer,
+    )
+
+    indexers = list((getattr(text_field, "_token_indexers", None) or {}).values())
+    for indexer in indexers:
+        if isinstance(indexer, PretrainedTransformerMismatchedIndexer):
+            words = [token.text for token in text_field.tokens]
+            wordpieces, _ = indexer._allennlp_tokenizer.intra_word_tokenize(words)
+            return "transformer", len(wordpieces)
+        if isinstance(indexer, PretrainedTransformerIndexer):
+            return "transformer", len(text_field.tokens)
+    for indexer in indexers:
+        if isinstance(indexer, ELMoTokenCharactersIndexer):
+            return "elmo", len(text_field.tokens)
+    return None
+
+
+def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCount:
+    """
+    Instances, encoder sequences and wordpieces of `data_path` as the reader built from
+    `reader_config` (a rendered config's `dataset_reader`) yields it; see the module docstring.
+    """
+    from allennlp.common import Params
+    from allennlp.data import DatasetReader
+    from allennlp.data.fields import ListField, TextField
+
+    reader = DatasetReader.from_params(Params(json.loads(json.dumps(reader_config))))
+    count = DataCount()
+    started = time.monotonic()
+
+    def visit(value) -> None:
+        if isinstance(value, TextField):
+            found = _field_wordpieces(value)
+            if found is not None:
+                count.sequences += 1
+                count.wordpieces += found[1]
+        elif isinstance(value, ListField):
+            for inner in value.field_list:
+                visit(inner)
+
+    for instance in reader.read(data_path):
+        reader.apply_token_indexers(instance)
+        count.instances += 1
+        for value in instance.fields.values():
+            visit(value)
+    count.seconds = time.monotonic() - started
+    return count
+
+
+# The encoder ---------------------------------------------------------------------------------
+
+
+def _bert_layout_params(config) -> int:
+    """Parameters of a BERT-layout encoder from its configuration (no pooler)."""
+    hidden = int(config.hidden_size)
+    layers = int(config.num_hidden_layers)
+    inner = int(getattr(config, "intermediate_size", None) or 4 * hidden)
+    embedding = int(getattr(config, "embedding_size", None) or hidden)
+    vocab = int(getattr(config, "vocab_size", 0) or 0)
+    positions = int(getattr(config, "max_position_embeddings", 0) or 0)
+    types = int(getattr(config, "type_vocab_size", 0) or 0)
+    embeddings = (vocab + positions + types) * embedding + 2 * embedding
+    if embedding != hidden:  # ALBERT / ELECTRA-small project the embeddings
+        embeddings += embedding * hidden + hidden
+    per_layer = 4 * hidden * hidden + 4 * hidden + 2 * hidden * inner + inner + hidden + 4 * hidden
+    return embeddings + layers * per_layer
+
+
+def transformer_size(model_name: str) -> EncoderSize:
+    """The encoder's layers, width and (estimated) parameters from its config.json only."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_name)
+    return EncoderSize(
+        name=model_name,
+        family="transformer",
+        num_layers=int(config.num_hidden_layers),
+        hidden_size=int(config.hidden_size),
+        params=_bert_layout_params(config),
+    )
+
+
+def elmo_size(options_file: str) -> Optional[EncoderSize]:
+    """ELMo's biLSTM layers and feature width (2 x projection) from a local options file."""
+    if not options_file or "://" in options_file or not os.path.isfile(options_file):
+        return None
+    with open(options_file, encoding="utf-8") as options:
+        lstm = json.load(options)["lstm"]
+    return EncoderSize(
+        name=options_file,
+        family="elmo",
+        num_layers=int(lstm["n_layers"]),
+        hidden_size=2 * int(lstm["projection_dim"]),
+    )
+
+
+def find_embedder(config: Any) -> Optional[Dict[str, Any]]:
+    """The first transformer or ELMo token embedder in a rendered model config."""
+    if isinstance(config, dict):
+        if config.get("type") in TRANSFORMER_EMBEDDERS + ELMO_EMBEDDERS and (
+            "model_name" in config or "options_file" in config
+        ):
+            return config
+        values: Iterable[Any] = config.values()
+    elif isinstance(config, list):
+        values = config
+    else:
+        return None
+    for value in values:
+        found = find_embedder(value)
+        if found is not None:
+            return found
+    return None
+
+
+# One cell ------------------------------------------------------------------------------------
+
+
+def render_config(
+    config: Path, ext_vars: Optional[Mapping[str, str]] = None, overrides: Optional[str] = None
+) -> Dict[str, Any]:
+    """The config as the grid's child renders it (environment + ext vars, overrides)."""
+    from allennlp.common import Params
+
+    import allennlp_tune  # noqa: F401  (sets the config defaults of unset ext vars)
+
+    variables = {**os.environ, **(ext_vars or {})}
+    params = Params.from_file(str(config), params_overrides=overrides or "", ext_vars=variables)
+    return params.as_dict(quiet=True)
+
+
+# Wordpiece counts per (reader config, data path, file size and time): a planner run (or a fit)
+# reads each file once however many cells or runs read it.
+_COUNTS: Dict[str, DataCount] = {}
+
+
+def _cached_count(reader_config: Mapping[str, Any], data_path: str) -> DataCount:
+    try:
+        stat = os.stat(data_path)
+        stamp = (stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        stamp = None
+    key = json.dumps([reader_config, os.path.abspath(data_path), stamp], sort_keys=True)
+    if key not in _COUNTS:
+        _COUNTS[key] = count_wordpieces(reader_config, data_path)
+    return _COUNTS[key]
+
+
+def plan_cell(
+    config: Path,
+    ext_vars: Optional[Mapping[str, str]] = None,
+    overrides: Optional[str] = None,
+    cache_directory: Optional[Path] = None,
+    cost_model: Optional[Mapping[str, ModeCost]] = None,
+    rendered: Optional[Dict[str, Any]] = None,
+) -> CellPlan:
+    """
+    The estimate for one cell (module docstring). `cache_directory`: where the run's feature
+    cache goes when its `feature_cache` names no `directory` (tune-grid's shared folder or the
+    user's `TUNE_FEATURE_CACHE_DIR`). `rendered`: the config already rendered (else rendered
+    here). Never raises for a cell it cannot plan: the reason goes into `notes`.
+    """
+    from allennlp_tune.modules.token_embedders.feature_cache import (
+        check_budget,
+        default_cache_directory,
+        estimated_cache_bytes,
+    )
+    from allennlp_tune.modules.token_embedders.freezable import parse_layers
+
+    config = Path(config)
+    cost_model = COST_MODEL if cost_model is None else cost_model
+    stem = config_stem(config)
+    plan = CellPlan(config=config, stem=stem)
+    name, _ = parse_run_name(stem)
+    try:
+        if rendered is None:
+            rendered = render_config(config, ext_vars, overrides)
+    except Exception as error:  # Jsonnet's RuntimeError, a bad override
+        plan.notes.append(f"does not render: {str(error).strip().splitlines()[0][:200]}")
+        return plan
+
+    embedder = find_embedder(rendered.get("model"))
+    embedder_mode = (embedder or {}).get("mode")
+    plan.mode = name.mode if name else None
+    if plan.mode is None and embedder_mode == FE_MODE:
+        plan.mode = "fe"
+
+    if embedder is not None:
+        try:
+            if "model_name" in embedder:
+                plan.encoder = transformer_size(embedder["model_name"])
+            else:
+                plan.encoder = elmo_size(embedder.get("options_file", ""))
+                if plan.encoder is None:
+                    plan.notes.append("ELMo options file is not a local file: size unknown")
+        except Exception as error:
+            plan.notes.append(f"encoder config not readable: {type(error).__name__}: {error}")
+    else:
+        plan.notes.append("no transformer or ELMo embedder found")
+
+    reader_config = rendered.get("dataset_reader")
+    train_path = rendered.get("train_data_path")
+    if not isinstance(reader_config, dict) or not isinstance(train_path, str):
+        plan.notes.append("no dataset_reader or train_data_path")
+    elif "://" not in train_path and not os.path.exists(train_path):
+        plan.notes.append(f"train data {train_path} does not exist")
+    else:
+        try:
+            plan.data = _cached_count(reader_config, train_path)
+        except Exception as error:
+            plan.notes.append(f"train data not readable: {type(error).__name__}: {error}"[:300])
+
+    cache = (embedder or {}).get("feature_cache")
+    if embedder_mode == FE_MODE and isinstance(cache, dict) and plan.encoder is not None:
+        plan.cache_config = cache
+        total_layers = plan.encoder.num_layers + 1  # embeddings / char CNN, then each layer
+        try:
+            plan.cache_layers = len(
+                parse_layers(embedder.get("layers", "all"), total_layers, "embedder")
+            )
+        except ConfigurationError as error:
+            plan.notes.append(str(error))
+        directory = cache.get("directory") or cache_directory or default_cache_directory()
+        plan.cache_directory = Path(directory)
+        if plan.data is not None and plan.cache_layers is not None:
+            plan.cache_bytes = estimated_cache_bytes(
+                plan.data.wordpieces,
+                plan.cache_layers,
+                plan.encoder.hidden_size,
+                plan.data.sequences,
+            )
+            try:
+                plan.budget_error = check_budget(plan.cache_bytes, cache, plan.cache_directory)
+            except ConfigurationError as error:
+                plan.notes.append(str(error))
+
+    mode_cost = cost_model.get(plan.mode) if plan.mode else None
+    if mode_cost is not None and plan.encoder is not None:
+        work = plan.encoder.work_scale
+        if plan.data is not None and work is not None:
+            plan.epoch_seconds = mode_cost.epoch_seconds(plan.data.wordpieces * work)
+        plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params)
+    return plan
+
+
+def plan_grid(
+    configs: Sequence[Path],
+    ext_vars: Optional[Mapping[str, str]] = None,
+    overrides: Optional[str] = None,
+    cache_directory: Optional[Path] = None,
+    cost_model: Optional[Mapping[str, ModeCost]] = None,
+) -> List[CellPlan]:
+    return [
+        plan_cell(config, ext_vars, overrides, cache_directory, cost_model) for config in configs
+    ]
+
+
+# Output --------------------------------------------------------------------------------------
+
+
+def _size(num_bytes: Optional[float]) -> str:
+    if num_bytes is None:
+        return "n/a"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if num_bytes >= scale:
+            return f"{num_bytes / scale:.1f} {unit}"
+    return f"{int(num_bytes)} B"
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def render_plan(plans: Sequence[CellPlan]) -> str:
+    """The plan as a Markdown table, then the formula, notes and budget problems per cell."""
+    lines = [
+        "| cell | instances | wordpieces | encoder (L x H, params) | feature cache | "
+        "peak RAM | time / epoch |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    details: List[str] = []
+    for plan in plans:
+        data = plan.data
+        encoder = plan.encoder
+        if encoder is None:
+            encoder_text = "n/a"
+        else:
+            params = f", {encoder.params / 1e6:.1f} M" if encoder.params else ""
+            encoder_text = f"{encoder.num_layers} x {encoder.hidden_size}{params}"
+        if plan.cache_config is None:
+            cache_text = "none"
+        elif plan.cache_bytes is None:
+            cache_text = "n/a"
+        else:
+            cache_text = _size(plan.cache_bytes) + (" (over budget)" if plan.budget_error else "")
+        rss = None if plan.peak_rss_mb is None else plan.peak_rss_mb * 2**20
+        lines.append(
+            f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
+            f"{f'{data.wordpieces:,}' if data else 'n/a'} | {encoder_text} | {cache_text} | "
+            f"{_size(rss)} | {_duration(plan.epoch_seconds)} |"
+        )
+        if data is not None:
+            per = data.wordpieces / data.instances if data.instances else 0.0
+            details.append(
+                f"{plan.stem}: {data.instances:,} instances, {data.sequences:,} sequences, "
+                f"{data.wordpieces:,} wordpieces ({per:.1f} per instance), counted in "
+                f"{data.seconds:.1f} s"
+            )
+        if plan.cache_bytes is not None and data is not None and encoder is not None:
+            details.append(
+                f"{plan.stem}: cache = 2 B x {data.wordpieces:,} wordpieces x "
+                f"{plan.cache_layers} layers x {encoder.hidden_size} + {data.sequences:,} "
+                f"entries x 2.2 KB = {_size(plan.cache_bytes)} in {plan.cache_directory}"
+            )
+        for note in plan.notes:
+            details.append(f"{plan.stem}: {note}")
+        if plan.budget_error:
+            details.append(f"{plan.stem}: OVER BUDGET: {plan.budget_error}")
+    modes = sorted({plan.mode for plan in plans if plan.mode and plan.mode in COST_MODEL})
+    footer = (
+        "Peak RAM and time per epoch: 2-core CPU cost model fitted on MiniLM runs "
+        f"(allennlp_tune/results/plan.py; modes with measurements: {', '.join(modes) or 'none'}"
+        "); n/a where no measurement exists."
+    )
+    return "\n".join(lines + [""] + details + ([""] if details else []) + [footer]) + "\n"
+
+
+def budget_failures(plans: Sequence[CellPlan]) -> Optional[str]:
+    """The message refusing a grid whose cells' caches would not fit, or None."""
+    over = [plan for plan in plans if plan.budget_error]
+    if not over:
+        return None
+    return " | ".join(
+        f"{plan.stem}: {plan.budget_error}; or train it without the cache "
+        "(TUNE_FEATURE_CACHE=false, or no feature_cache in its embedder), or rerun with "
+        "--no-plan to train anyway (entries past the budget are recomputed every epoch)"
+        for plan in over
+    )
+
+
+def print_plan(plans: Sequence[CellPlan], stream: Optional[TextIO] = None) -> None:
+    stream = stream or sys.stderr
+    stream.write(render_plan(plans))
+    stream.flush()
+
+
+# The cost model ------------------------------------------------------------------------------
+
+
+@dataclass
+class CostPoint:
+    """One run's measurement, for `fit_cost_model`."""
+
+    run_dir: Path
+    mode: str
+    work: float  # W x L x H^2
+    params: int
+    epoch_seconds: Optional[float]
+    peak_rss_mb: Optional[float]
+
+
+def _duration_seconds(text: Any) -> Optional[float]:
+    """AllenNLP's `training_duration`, "H:MM:SS.ffffff" (maybe "N day(s), ..."), in seconds."""
+    if not isinstance(text, str):
+        return None
+    match = re.fullmatch(r"(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)", text.strip())
+    if not match:
+        return None
+    days, hours, minutes, seconds = match.groups()
+    return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def measurement(run_dir: Path) -> Tuple[Optional[float], Optional[float]]:
+    """(mean seconds per epoch, peak RSS MB) from cost.json, else metrics.json; None if none."""
+    cost = read_json(Path(run_dir) / COST_NAME)
+    if isinstance(cost, dict) and (cost.get("mean_epoch_seconds") or cost.get("peak_rss_mb")):
+        return cost.get("mean_epoch_seconds"), cost.get("peak_rss_mb")
+    metrics = read_json(Path(run_dir) / METRICS_NAME)
+    if not isinstance(metrics, dict):
+        return None, None
+    seconds = _duration_seconds(metrics.get("training_duration"))
+    epochs = metrics.get("training_epochs", metrics.get("epoch"))
+    per_epoch = None
+    if seconds is not None and isinstance(epochs, int) and epochs >= 0:
+        per_epoch = seconds / (epochs + 1)
+    return per_epoch, metrics.get("peak_worker_0_memory_MB")
+
+
+def cost_point(run_dir: Path) -> Optional[CostPoint]:
+    """The measurement and the size of the work of one run directory, None if unusable."""
+    run_dir = Path(run_dir)
+    config = read_json(run_dir / CONFIG_NAME)
+    if not isinstance(config, dict):
+        return None
+    seconds, rss = measurement(run_dir)
+    if seconds is None and rss is None:
+        return None
+    name, _ = parse_run_name(run_dir.parent.name)
+    mode = name.mode if name else None
+    plan = plan_cell(run_dir / CONFIG_NAME, rendered=config, cost_model={})
+    mode = mode or plan.mode
+    encoder = plan.encoder
+    if mode is None or plan.data is None or encoder is None or encoder.work_scale is None:
+        return None
+    return CostPoint(
+        run_dir=run_dir,
+        mode=mode,
+        work=plan.data.wordpieces * encoder.work_scale,
+        params=int(encoder.params or 0),
+        epoch_seconds=seconds,
+        peak_rss_mb=rss,
+    )
+
+
+def _line(xs: Sequence[float], ys: Sequence[float], base: float) -> Tuple[float, float]:
+    """(intercept, slope) by least squares; through `base` when the x's do not spread."""
+    mean_x = sum(xs) / len(xs)
+    spread = (max(xs) - min(xs)) / mean_x if mean_x else 0.0
+    if len(xs) >= 2 and spread > MIN_SPREAD:
+        mean_y = sum(ys) / len(ys)
+        sxx = sum((x - mean_x) ** 2 for x in xs)
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
+        intercept = mean_y - slope * mean_x
+        if slope > 0 and intercept >= 0:
+            return intercept, slope
+    return base, sum((y - base) / x for x, y in zip(xs, ys)) / len(xs)
+
+
+def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
+    """
+    Per mode, `a`, `b`, `c`, `d` of the module docstring's cost model from the run directories
+    (each holding `config.json` and `cost.json` or `metrics.json`; others are skipped). A mode
+    without usable runs is left out (the planner prints "n/a" for it).
+    """
+    points: Dict[str, List[CostPoint]] = {}
+    for run_dir in run_dirs:
+        if not Path(run_dir).is_dir():
+            continue
+        point = cost_point(Path(run_dir))
+        if point is not None:
+            points.setdefault(point.mode, []).append(point)
+    model: Dict[str, ModeCost] = {}
+    for mode, runs in sorted(points.items()):
+        timed = [p for p in runs if p.epoch_seconds and p.work > 0]
+        sized = [p for p in runs if p.peak_rss_mb and p.params > 0]
+        a = b = c = d = None
+        if timed:
+            a, b = _line([p.work for p in timed], [p.epoch_seconds for p in timed], 0.0)
+        if sized:
+            c, d = _line(
+                [float(p.params) for p in sized], [p.peak_rss_mb for p in sized], BASE_RSS_MB
+            )
+        fitted_on = ", ".join(sorted(f"{p.run_dir.parent.name}/{p.run_dir.name}" for p in runs))
+        model[mode] = ModeCost(a=a, b=b, c=c, d=d, runs=len(runs), fitted_on=fitted_on)
+    return model
+
+
+def format_cost_model(model: Mapping[str, ModeCost]) -> str:
+    """`COST_MODEL`'s source text for a fitted model."""
+    lines = ["COST_MODEL: Dict[str, ModeCost] = {"]
+    for mode, cost in model.items():
+        values = ", ".join(
+            f"{key}={'None' if value is None else f'{value:.6g}'}"
+            for key, value in (("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d))
+        )
+        lines.append(f"    # {cost.fitted_on}")
+        lines.append(f"    {mode!r}: ModeCost({values}, runs={cost.runs}),")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "COST_MODEL",
+    "CellPlan",
+    "ModeCost",
+    "budget_failures",
+    "count_wordpieces",
+    "fit_cost_model",
+    "format_cost_model",
+    "plan_cell",
+    "plan_grid",
+    "print_plan",
+    "render_plan",
+    "transformer_size",
+]
