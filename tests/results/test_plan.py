@@ -1,0 +1,265 @@
+"""The planner (issue 23): estimates before a grid runs, and over-budget caches refused first."""
+
+import json
+import shutil
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+from allennlp.common.checks import ConfigurationError
+from transformers import AutoTokenizer
+
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.modules.token_embedders import feature_cache
+from allennlp_tune.modules.token_embedders.feature_cache import ENTRY_OVERHEAD_BYTES
+from allennlp_tune.results import plan as planner
+from allennlp_tune.results.grid import run_grid
+from allennlp_tune.results.plan import (
+    BASE_RSS_MB,
+    ModeCost,
+    fit_cost_model,
+    plan_cell,
+    render_config,
+    transformer_size,
+)
+
+SST2_FE = REPO_ROOT / "training_config" / "sst2_bert_fe.jsonnet"
+CONLL_FE = REPO_ROOT / "training_config" / "conll2003_bert_fe.jsonnet"
+SST2_FT = REPO_ROOT / "training_config" / "sst2_bert_ft.jsonnet"
+BERT = FIXTURE_MODELS_DIR / "bert-uncased"
+CACHE_OVERRIDE = "model.text_field_embedder.token_embedders.tokens.feature_cache"
+
+
+def ext_vars(model=BERT, **more):
+    return {
+        "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
+        "TUNE_BERT_MODEL": str(model),
+        "TUNE_FEATURE_CACHE": "true",
+        "TUNE_EPOCHS": "1",
+        **more,
+    }
+
+
+def never_train(command, environment, log_path):
+    raise AssertionError(f"the grid trained {command}")
+
+
+def sst2_train_sentences():
+    lines = (FIXTURE_DATA_DIR / "sst-2" / "train.tsv").read_text().splitlines()[1:]
+    return [line.split("\t")[0] for line in lines if line.strip()]
+
+
+def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(str(BERT))
+    sentences = sst2_train_sentences()
+    wordpieces = sum(len(tokenizer(sentence)["input_ids"]) for sentence in sentences)
+    cell = plan_cell(SST2_FE, ext_vars(), cache_directory=tmp_path / "cache")
+    assert cell.mode == "fe" and cell.budget_error is None and not cell.notes
+    assert (cell.data.instances, cell.data.sequences) == (len(sentences), len(sentences))
+    assert cell.data.wordpieces == wordpieces
+    # The fixture BERT: 4 hidden layers of width 16; layers "all" mixes the embeddings too.
+    assert (cell.encoder.num_layers, cell.encoder.hidden_size, cell.cache_layers) == (4, 16, 5)
+    expected = 2 * wordpieces * 5 * 16 + len(sentences) * ENTRY_OVERHEAD_BYTES
+    assert cell.cache_bytes == expected
+    assert cell.cache_directory == tmp_path / "cache"
+    # The cost model: time from the wordpieces and L x H^2, RAM from the parameters.
+    fe = planner.COST_MODEL["fe"]
+    assert cell.epoch_seconds == pytest.approx(fe.a + fe.b * wordpieces * 4 * 16**2)
+    assert cell.peak_rss_mb == pytest.approx(fe.c + fe.d * cell.encoder.params)
+    # max_instances is the reader's: honoured.
+    few = plan_cell(SST2_FE, ext_vars(TUNE_MAX_INSTANCES="3"), cache_directory=tmp_path)
+    head = sum(len(tokenizer(sentence)["input_ids"]) for sentence in sentences[:3])
+    assert (few.data.instances, few.data.wordpieces) == (3, head)
+
+
+def test_a_tagger_counts_wordpieces_not_words(tmp_path):
+    rendered = render_config(CONLL_FE, ext_vars())
+    model = rendered["dataset_reader"]["token_indexers"]["tokens"]["model_name"]
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    sentences, words = [], []
+    for line in (FIXTURE_DATA_DIR / "conll2003" / "eng.train").read_text().splitlines():
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            if words:
+                sentences.append(words)
+            words = []
+        else:
+            words.append(line.split()[0])
+    if words:
+        sentences.append(words)
+    wordpieces = sum(
+        len(tokenizer(sentence, is_split_into_words=True)["input_ids"]) for sentence in sentences
+    )
+    cell = plan_cell(CONLL_FE, ext_vars(), cache_directory=tmp_path)
+    assert cell.data.instances == len(sentences)
+    assert cell.data.wordpieces == wordpieces > sum(map(len, sentences))
+    assert cell.cache_bytes == 2 * wordpieces * cell.cache_layers * 16 + len(sentences) * (
+        ENTRY_OVERHEAD_BYTES
+    )
+
+
+def test_the_encoder_size_comes_from_config_json_alone(tmp_path):
+    folder = tmp_path / "no_weights"
+    folder.mkdir()
+    for path in BERT.iterdir():
+        if not path.name.endswith((".safetensors", ".bin")):
+            shutil.copy(path, folder)
+    size = transformer_size(str(folder))
+    assert (size.num_layers, size.hidden_size) == (4, 16)
+    cell = plan_cell(SST2_FE, ext_vars(model=folder), cache_directory=tmp_path / "cache")
+    assert cell.cache_bytes == plan_cell(SST2_FE, ext_vars(), cache_directory=tmp_path).cache_bytes
+    # The parameter estimate is exact for BERT: the fixture model's own count (no pooler).
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(BERT), add_pooling_layer=False)
+    assert size.params == sum(p.numel() for p in model.parameters())
+
+
+def test_an_over_budget_cell_fails_before_training_and_writes_nothing(tmp_path, capsys):
+    results = tmp_path / "results"
+    overrides = json.dumps({f"{CACHE_OVERRIDE}.disk_mb": 0.001})
+    with pytest.raises(ConfigurationError) as refused:
+        run_grid(
+            [SST2_FE],
+            [1],
+            results,
+            ext_vars=ext_vars(),
+            overrides=overrides,
+            runner=never_train,
+            progress=False,
+        )
+    message = str(refused.value)
+    assert "nothing was trained" in message and "sst2_bert_fe" in message
+    assert "feature_cache.disk_mb" in message and "TUNE_FEATURE_CACHE=false" in message
+    assert not results.exists()
+    assert "OVER BUDGET" in capsys.readouterr().err
+    # --no-plan trains anyway (here: the runner is called).
+    with pytest.raises(AssertionError, match="the grid trained"):
+        run_grid(
+            [SST2_FE],
+            [1],
+            results,
+            ext_vars=ext_vars(),
+            overrides=overrides,
+            runner=never_train,
+            progress=False,
+            plan=False,
+        )
+
+
+def test_too_little_free_disk_names_the_directory_setting(tmp_path, monkeypatch):
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(
+        feature_cache.shutil, "disk_usage", lambda path: usage(100 * 2**30, 99 * 2**30, 2**30)
+    )
+    results = tmp_path / "results"
+    with pytest.raises(ConfigurationError) as refused:
+        run_grid([SST2_FE], [1], results, ext_vars=ext_vars(), runner=never_train, progress=False)
+    message = str(refused.value)
+    assert "TUNE_FEATURE_CACHE_DIR" in message and "min_free_mb" in message
+    assert str((results / ".feature_cache").resolve()) in message
+    assert not results.exists()
+    # min_free_mb 0 lets it fit: the grid goes on to train.
+    overrides = json.dumps({f"{CACHE_OVERRIDE}.min_free_mb": 0})
+    with pytest.raises(AssertionError, match="the grid trained"):
+        run_grid(
+            [SST2_FE],
+            [1],
+            results,
+            ext_vars=ext_vars(),
+            overrides=overrides,
+            runner=never_train,
+            progress=False,
+        )
+
+
+def test_plan_only_prints_the_plan_and_trains_nothing(tmp_path, capsys):
+    results = tmp_path / "results"
+    result = run_grid(
+        [SST2_FE, SST2_FT],
+        [1, 2],
+        results,
+        ext_vars=ext_vars(),
+        runner=never_train,
+        progress=False,
+        plan_only=True,
+    )
+    assert not (result.trained or result.skipped or result.failed)
+    assert not results.exists()
+    out = capsys.readouterr().out
+    assert "| sst2_bert_fe | 12 |" in out and "| sst2_bert_ft | 12 |" in out
+    assert "cache = 2 B x" in out
+    # A mode without measurements prints n/a, not a guess.
+    cell = plan_cell(SST2_FT, ext_vars(), cost_model={"fe": planner.COST_MODEL["fe"]})
+    assert cell.epoch_seconds is None and cell.peak_rss_mb is None and cell.cache_bytes is None
+
+
+def test_a_cell_that_cannot_be_planned_is_not_refused(tmp_path, capsys):
+    config = tmp_path / "sick_e_bow_fe.jsonnet"
+    config.write_text("{}")
+    cell = plan_cell(config, {})
+    assert cell.data is None and cell.encoder is None and cell.budget_error is None
+    assert "no transformer or ELMo embedder found" in cell.notes
+    missing = plan_cell(SST2_FE, ext_vars(TUNE_DATA_DIR=str(tmp_path / "none")))
+    assert any("does not exist" in note for note in missing.notes)
+    assert missing.cache_bytes is None and missing.budget_error is None
+
+
+def write_encoder(folder: Path, layers: int, hidden: int) -> Path:
+    """A BERT folder with a config.json and the fixture's tokenizer files, no weights."""
+    folder.mkdir(parents=True)
+    config = json.loads((BERT / "config.json").read_text())
+    config.update(num_hidden_layers=layers, hidden_size=hidden, intermediate_size=2 * hidden)
+    (folder / "config.json").write_text(json.dumps(config))
+    for path in BERT.iterdir():
+        if path.name not in ("config.json", "model.safetensors"):
+            shutil.copy(path, folder)
+    return folder
+
+
+def test_the_fit_recovers_known_coefficients(tmp_path):
+    a, b, c, d = 3.0, 2e-4, 500.0, 4e-3
+    runs = []
+    for index, (layers, hidden, max_instances) in enumerate(
+        [(2, 16, 4), (4, 16, 12), (3, 32, 8), (2, 64, 12)]
+    ):
+        encoder = write_encoder(tmp_path / f"encoder_{index}", layers, hidden)
+        size = transformer_size(str(encoder))
+        variables = ext_vars(model=encoder, TUNE_MAX_INSTANCES=str(max_instances))
+        config = render_config(SST2_FT, variables)
+        cell = plan_cell(SST2_FT, variables)
+        work = cell.data.wordpieces * layers * hidden**2
+        run_dir = tmp_path / "runs" / f"grid_{index}" / "sst2_bert_ft" / "seed_1"
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(config))
+        cost = {"mean_epoch_seconds": a + b * work, "peak_rss_mb": c + d * size.params}
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+        runs.append(run_dir)
+    # A run without any measurement and a folder that is no run are skipped.
+    empty = tmp_path / "runs" / "empty" / "sst2_bert_ft" / "seed_1"
+    empty.mkdir(parents=True)
+    (empty / "config.json").write_text(json.dumps(render_config(SST2_FT, ext_vars())))
+    model = fit_cost_model(runs + [empty, tmp_path / "runs" / "nothing"])
+    assert set(model) == {"ft"}
+    fitted = model["ft"]
+    assert fitted.runs == 4
+    assert (fitted.a, fitted.b) == (pytest.approx(a), pytest.approx(b))
+    assert (fitted.c, fitted.d) == (pytest.approx(c), pytest.approx(d))
+    # One encoder and one data size: only the slope can be told; a = 0, c = BASE_RSS_MB.
+    single = fit_cost_model(runs[:1])["ft"]
+    assert (single.a, single.c) == (0.0, BASE_RSS_MB)
+    point = planner.cost_point(runs[0])
+    assert single.b == pytest.approx((a + b * point.work) / point.work)
+    assert single.d == pytest.approx((c + d * point.params - BASE_RSS_MB) / point.params)
+    # What it fits feeds the planner.
+    cell = plan_cell(SST2_FT, ext_vars(), cost_model={"ft": ModeCost(a, b, c, d)})
+    assert cell.epoch_seconds == pytest.approx(a + b * cell.data.wordpieces * 4 * 16**2)
+
+
+def test_metrics_json_is_the_fallback_measurement(tmp_path):
+    run_dir = tmp_path / "sst2_bert_fe" / "seed_1"
+    run_dir.mkdir(parents=True)
+    metrics = {"training_duration": "0:01:30.000000", "epoch": 2, "peak_worker_0_memory_MB": 1500}
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    assert planner.measurement(run_dir) == (30.0, 1500)
+    (run_dir / "cost.json").write_text(json.dumps({"mean_epoch_seconds": 7, "peak_rss_mb": 9}))
+    assert planner.measurement(run_dir) == (7, 9)
