@@ -857,6 +857,7 @@ def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0
     by_mode: Dict[str, List[Predictions]] = {}
     used: Dict[str, List[Run]] = {}
     notes: List[str] = []
+    without: List[str] = []  # modes with scores but no predictions
     for mode in row.used_modes():
         scored = [run for run in row.cells[mode].runs if run.status == OK]
         loaded = []
@@ -868,6 +869,8 @@ def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0
             except (PredictionsMismatch, OSError, UnicodeDecodeError) as error:
                 notes.append(f"{mode}: left out of the intervals: {error}")
         if not loaded:
+            if scored:
+                without.append(mode)
             continue
         if len(loaded) < len(scored):
             notes.append(
@@ -876,6 +879,8 @@ def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0
             )
         by_mode[mode] = [predictions for _, predictions in loaded]
         used[mode] = [run for run, _ in loaded]
+    if by_mode and without:
+        notes.append(f"not compared: {', '.join(without)} (no scored run has {PREDICTIONS_NAME})")
     pairs = row_pairs(list(by_mode))
     if not pairs:
         row.paired_notes = notes

@@ -398,3 +398,27 @@ def test_png_with_the_paired_table(clear_winner, tmp_path):
     png = tmp_path / "t.png"
     render_png(report(clear_winner), png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_mode_without_predictions_is_named(clear_winner, make_run):
+    for seed in (1, 2):
+        make(make_run, clear_winner, "sick_e_bert_sf", seed, value=0.9)
+    markdown = render_markdown(report(clear_winner))
+    lines = notes(markdown, "Paired comparisons (verdicts)")
+    assert "BERT SICK-E: not compared: sf (no scored run has dev_predictions.jsonl)" in lines
+    _, rows = table(markdown, "BERT")
+    assert rows["SICK-E"][VERDICT_HEADER].startswith("ft +33.3")
+
+
+def test_only_one_mode_with_predictions(tmp_path, make_run):
+    root = tmp_path / "runs"
+    make(make_run, root, "sick_e_bert_fe", 1, list(GOLDS))
+    make(make_run, root, "sick_e_bert_ft", 1, value=0.9)  # an older run: no predictions
+    markdown = render_markdown(report(root))
+    _, rows = table(markdown, "BERT")
+    assert rows["SICK-E"][VERDICT_HEADER] == "—"
+    assert rows["SICK-E"]["Δ ft−fe (ours)"] == "-10.0 [fe]"
+    assert notes(markdown, "Paired comparisons (verdicts)") == [
+        "BERT SICK-E: not compared: ft (no scored run has dev_predictions.jsonl)",
+        "BERT SICK-E: no interval of ft vs fe; Δ keeps the old rule ([ft]/[fe]).",
+    ]
