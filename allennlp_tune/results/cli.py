@@ -5,7 +5,9 @@ Arguments and entry points of `allennlp tune-report`, `tune-grid`, `tune-compare
 The subcommands in `allennlp_tune/commands/` only register these with AllenNLP. Errors a user
 can cause end the command with one line naming what was wrong (exit code 2); tune-grid and
 tune-compare exit with 1 when a run failed and 130 when interrupted, after saying what will
-rerun.
+rerun. Both print the planner's estimate per cell first (`allennlp_tune.results.plan`) and
+exit with 2 before any training when a cell's feature cache would not fit its budget;
+`--plan-only` stops after the plan, `--no-plan` skips it.
 """
 
 import argparse
@@ -65,6 +67,19 @@ def _add_run_arguments(subparser: argparse.ArgumentParser) -> None:
     )
     _add_keep_checkpoints_argument(subparser)
     subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    planning = subparser.add_mutually_exclusive_group()
+    planning.add_argument(
+        "--no-plan",
+        action="store_true",
+        help="skip the planner (by default each cell's instances, wordpieces, feature cache "
+        "size, peak RAM and time per epoch are printed first, and a cell whose cache would not "
+        "fit its disk budget stops the command before any training)",
+    )
+    planning.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="print the planner's estimate per cell and exit without training",
+    )
 
 
 def _train_and_report(command: str, train, args: argparse.Namespace) -> None:
@@ -80,6 +95,8 @@ def _train_and_report(command: str, train, args: argparse.Namespace) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
+    if getattr(args, "plan_only", False):
+        return
     print(
         f"{command}: {len(result.trained)} trained, {len(result.skipped)} already complete, "
         f"{len(result.failed)} failed.\n",
@@ -200,6 +217,8 @@ def grid_main(args: argparse.Namespace) -> None:
             keep_failed=args.keep_failed,
             keep_checkpoints=args.keep_checkpoints,
             progress=not args.no_progress,
+            plan=not args.no_plan,
+            plan_only=args.plan_only,
         ),
         args,
     )
@@ -273,6 +292,8 @@ def compare_main(args: argparse.Namespace) -> None:
             keep_failed=args.keep_failed,
             keep_checkpoints=args.keep_checkpoints,
             progress=not args.no_progress,
+            plan=not args.no_plan,
+            plan_only=args.plan_only,
         ),
         args,
     )

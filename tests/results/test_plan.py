@@ -263,3 +263,54 @@ def test_metrics_json_is_the_fallback_measurement(tmp_path):
     assert planner.measurement(run_dir) == (30.0, 1500)
     (run_dir / "cost.json").write_text(json.dumps({"mean_epoch_seconds": 7, "peak_rss_mb": 9}))
     assert planner.measurement(run_dir) == (7, 9)
+
+
+def run_cli(add_parser, argv):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(), "command")
+    args = parser.parse_args(["command", *map(str, argv)])
+    args.func(args)
+
+
+def ext_var_arguments(**more):
+    return [
+        part for key, value in ext_vars(**more).items() for part in ("--ext-var", f"{key}={value}")
+    ]
+
+
+def test_the_command_line_flags(tmp_path, capsys):
+    from allennlp_tune.results.cli import add_compare_parser, add_grid_parser
+
+    results = tmp_path / "results"
+    run_cli(
+        add_grid_parser, [SST2_FE, "--results-dir", results, "--plan-only", *ext_var_arguments()]
+    )
+    out = capsys.readouterr().out
+    assert "| sst2_bert_fe | 12 |" in out and "trained" not in out
+    assert not results.exists()
+    overrides = json.dumps({f"{CACHE_OVERRIDE}.disk_mb": 0})
+    with pytest.raises(SystemExit) as exited:
+        run_cli(
+            add_grid_parser,
+            [SST2_FE, "--results-dir", results, "-o", overrides, *ext_var_arguments()],
+        )
+    assert exited.value.code == 2
+    assert "feature_cache.disk_mb to at least" in capsys.readouterr().err
+    assert not results.exists()
+    with pytest.raises(SystemExit):
+        run_cli(add_grid_parser, [SST2_FE, "--results-dir", results, "--plan-only", "--no-plan"])
+    capsys.readouterr()
+    # tune-compare: the mode configs are written, no run folder.
+    compare_vars = ext_var_arguments()
+    model_index = compare_vars.index(f"TUNE_BERT_MODEL={BERT}")
+    del compare_vars[model_index - 1 : model_index + 1]
+    run_cli(
+        add_compare_parser,
+        ["sst2", "--encoder", BERT, "--encoder-label", "tiny", "--results-dir", results]
+        + ["--plan-only", *compare_vars],
+    )
+    out = capsys.readouterr().out
+    assert "| sst2_tiny_fe | 12 |" in out and "| sst2_tiny_sf | 12 |" in out
+    assert sorted(path.name for path in results.iterdir()) == ["configs"]
