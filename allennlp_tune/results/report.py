@@ -816,7 +816,8 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     pairs = [pair for pair in order if pair in present]
     body = []
     for row in compared:
-        cells: List[Cell] = [(row.title, None), (row.metric, None)]
+        # One "Task (metric)" column, so its rows never start like the score table's.
+        cells: List[Cell] = [(f"{row.title} ({row.metric})", None)]
         for mode_a, mode_b in pairs:
             result = row.pair(mode_a, mode_b)
             if result is None:
@@ -827,7 +828,7 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
         seeds = ", ".join(f"{mode} {len(seeds)}" for mode, seeds in row.paired_seeds.items())
         cells += [(str(row.paired[0].examples), None), (seeds, None)]
         body.append(cells)
-    header = ["Task", "Metric"] + [f"{a} − {b}" for a, b in pairs] + ["Dev examples", "Seeds"]
+    header = ["Task (metric)"] + [f"{a} − {b}" for a, b in pairs] + ["Dev examples", "Seeds"]
     return Table(f"{title}: paired differences (points, 95% CI, verdict)", header, body)
 
 

@@ -106,9 +106,12 @@ def test_a_clear_winner_gets_its_name_in_the_verdict_column(clear_winner):
     assert 20 < low < 33.3
     # The paired table: ft − fe, the examples and the seeds.
     header, rows = table(markdown, "BERT: paired differences (points, 95% CI, verdict)")
-    assert header == ["Task", "Metric", "ft − fe", "Dev examples", "Seeds"]
-    assert rows["SICK-E"]["ft − fe"].endswith(" ft") and rows["SICK-E"]["Dev examples"] == "120"
-    assert rows["SICK-E"]["Seeds"] == "fe 3, ft 3"
+    assert header == ["Task (metric)", "ft − fe", "Dev examples", "Seeds"]
+    sick_e = rows["SICK-E (accuracy)"]
+    assert sick_e["ft − fe"].endswith(" ft") and sick_e["Dev examples"] == "120"
+    assert sick_e["Seeds"] == "fe 3, ft 3"
+    # Only the score table has rows that start with the task and its metric.
+    assert len([line for line in markdown.splitlines() if line.startswith("| SICK-E |")]) == 1
     lines = notes(markdown, "Paired comparisons (verdicts)")
     assert lines[0].startswith("Paired bootstrap over dev examples")
     assert f"{REPLICATES} replicates" in lines[0] and "old one-point rule" in lines[0]
@@ -165,7 +168,7 @@ def test_rows_with_and_without_predictions_in_one_table(clear_winner, make_run):
     lines = notes(markdown, "Paired comparisons (verdicts)")
     assert any(line.startswith("BERT MRPC: no interval (no scored run has") for line in lines)
     _, paired = table(markdown, "BERT: paired differences (points, 95% CI, verdict)")
-    assert list(paired) == ["SICK-E"]
+    assert list(paired) == ["SICK-E (accuracy)"]
 
 
 def test_mismatched_dev_sets_give_a_note_naming_the_files(tmp_path, make_run):
@@ -193,7 +196,7 @@ def test_mismatched_dev_sets_give_a_note_naming_the_files(tmp_path, make_run):
     )
     # The pair that does match still gets its interval.
     _, paired = table(markdown, "BERT: paired differences (points, 95% CI, verdict)")
-    assert paired["SICK-E"]["sf − fe"].endswith(" sf")
+    assert paired["SICK-E (accuracy)"]["sf − fe"].endswith(" sf")
     row = render_json(rendered)["rows"][0]
     assert [(r["mode_a"], r["mode_b"]) for r in row["paired"]] == [("sf", "fe")]
     assert any("no interval for ft vs fe" in note for note in row["paired_notes"])
