@@ -180,8 +180,14 @@ def forest_missing_reason(row: Mapping[str, Any]) -> str:
         with_predictions = sum(1 for run in runs if run.get("predictions"))
         counts.append(f"{mode} {with_predictions}/{len(runs)}")
     detail = f" (runs with {PREDICTIONS_NAME}: {', '.join(counts)})" if counts else ""
-    if row.get("paired") and REFERENCE not in used_modes(row):
+    notes = [str(note) for note in row.get("paired_notes") or []]
+    detail += "".join(f"; {note}" for note in notes)
+    if REFERENCE not in used_modes(row):
         return f"no {REFERENCE} runs to compare with{detail}"
+    if all(
+        run.get("predictions") for mode in used_modes(row) for run in row["cells"][mode]["runs"]
+    ):
+        return "intervals unavailable" + detail  # predictions exist; the notes say why
     return NO_PREDICTIONS + detail
 
 
@@ -711,10 +717,10 @@ def draw_missing(axes, title: str, reason: str) -> None:
     axes.set_axis_off()
     axes.text(
         0.5,
-        0.5,
+        0.95,
         f"{title}\n\n" + textwrap.fill(reason, 44),
         ha="center",
-        va="center",
+        va="top",
         fontsize=9,
         color="#555555",
         transform=axes.transAxes,
@@ -774,7 +780,8 @@ def task_panels(
                 title,
                 "Each mode minus feature extraction on the same dev examples; the interval is "
                 "a paired bootstrap over examples and seeds; the verdict is the mode it favours, "
-                "or tie when it contains 0.",
+                "or tie when it contains 0."
+                + "".join(f" {note}." for note in row.get("paired_notes") or []),
                 draw=lambda axes: draw_forest(axes, forest, key),
                 size=(5.6, 0.55 * len(forest) + 1.4),
                 data_header=["Mode", "Difference", "Low", "High", "Verdict", "Examples", "Seeds"],
@@ -1062,11 +1069,12 @@ STYLE = (
     "td,th{border:1px solid #999;padding:3px 8px}th{background:#eee}"
     "td.ft{background:#f7c6a3}td.fe{background:#b8d8f0}"
     "h2{margin-bottom:0.2em}h3{margin:0.2em 0}"
-    ".panels{display:flex;flex-wrap:wrap;gap:14px;align-items:flex-start}"
-    "figure{margin:0;padding:6px;border:1px solid #ddd;border-radius:4px;max-width:100%}"
-    "figure svg{display:block;max-width:100%;height:auto}"
-    "figcaption{font-size:0.85em;max-width:34em;margin-bottom:4px}"
-    "figure.missing{background:#f5f5f5;color:#555;width:20em;min-height:6em}"
+    ".panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:12px;"
+    "align-items:start}"
+    "figure{margin:0;padding:6px;border:1px solid #ddd;border-radius:4px;min-width:0}"
+    "figure svg{display:block;width:100%;max-width:520px;height:auto}"
+    "figcaption{font-size:0.85em;margin-bottom:4px}"
+    "figure.missing{background:#f5f5f5;color:#555}"
     "details{font-size:0.8em}p.overlap{background:#fff3cd;padding:4px 8px}"
 )
 
@@ -1156,8 +1164,11 @@ def render_png(
         tables = json_tables(report_json)
     rows = task_rows(report_json)
     panels = [task_panels(row, probe_dirs) for row in rows]
-    table_heights = [0.24 * (len(body) + 1) + 0.45 for _, _, body in tables]
-    heights = table_heights + [PANEL_HEIGHT + 0.4 for _ in rows]
+    table_heights = [0.2 * (len(body) + 1) + 0.35 for _, _, body in tables]
+    # A task whose panels are all missing gets a short row: its boxes of text need no more.
+    heights = table_heights + [
+        PANEL_HEIGHT + 0.4 if any(panel.draw for panel in task) else 1.6 for task in panels
+    ]
     if not heights:
         heights = [1.0]
     figure = Figure(figsize=(PNG_WIDTH, sum(heights) + 0.3), layout="constrained")
