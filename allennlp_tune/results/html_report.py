@@ -87,6 +87,10 @@ VERDICT_TIE = "tie"
 PROBE_STYLES = {"pretrained": ("#444444", "o"), "fine_tuned": ("#d62728", "s")}
 
 NO_PREDICTIONS = "no dev predictions: intervals unavailable"
+NO_PAIRED = (
+    "intervals unavailable: the report JSON has no paired results (made before tune-report "
+    "computed them, or with --no-intervals)"
+)
 NO_COSTS = (
     f"no {COST_NAME} in these runs (trained before the tune_cost callback): costs unavailable"
 )
@@ -184,11 +188,12 @@ def forest_missing_reason(row: Mapping[str, Any]) -> str:
     detail += "".join(f"; {note}" for note in notes)
     if REFERENCE not in used_modes(row):
         return f"no {REFERENCE} runs to compare with{detail}"
-    if all(
-        run.get("predictions") for mode in used_modes(row) for run in row["cells"][mode]["runs"]
-    ):
-        return "intervals unavailable" + detail  # predictions exist; the notes say why
-    return NO_PREDICTIONS + detail
+    runs = [run for mode in used_modes(row) for run in row["cells"][mode]["runs"]]
+    if not any(run.get("predictions") for run in runs):
+        return NO_PREDICTIONS + detail
+    if "paired" not in row:
+        return NO_PAIRED + detail
+    return "intervals unavailable" + detail  # the report's paired_notes say why
 
 
 def run_seconds(cost: Optional[Mapping[str, Any]]) -> Optional[float]:
