@@ -11,8 +11,11 @@ For every cell about to run (a config with at least one seed not complete), `pla
    their wordpieces: a `pretrained_transformer` field's tokens are its wordpieces (special
    tokens included); a `pretrained_transformer_mismatched` field (the tagger) is split into
    wordpieces by its indexer's own tokenizer (`intra_word_tokenize`, specials included); an
-   ELMo field counts words. Nothing is indexed or embedded: SST-2's 67,349 sentences take
-   about 4 s on one core (MiniLM tokenizer), MNLI-sized data (392,702 pairs) about 30 s;
+   ELMo field counts words. Nothing is indexed or embedded, but the reader tokenizes every
+   text: SST-2's 67,349 sentences take 4 s on an idle core (MiniLM tokenizer; 9 s while a
+   training run holds both cores), CoNLL-2003's 14,041 sentences 9 s, and 392,702 MNLI-sized
+   pairs 224 s while a training run held both cores (two tokenizer calls per pair). Every file
+   is read whole: the counts are exact, not sampled;
 3. reads the encoder's size from its `config.json` only (`transformers.AutoConfig`: never a
    weight; a folder holding `config.json` and the tokenizer files is enough): hidden layers
    `L`, width `H` and an estimate of its parameters (the BERT layout: embeddings plus `L` x
@@ -131,16 +134,17 @@ class ModeCost:
 # (all-MiniLM-L6-v2: L = 6, H = 384, P = 22,565,376) runs under runs/real/ that existed when
 # the planner was written (REFIT: `fit_cost_model(sorted(Path("runs/real").rglob("seed_*")))`,
 # then paste `format_cost_model(...)` here):
-# Fitted on 9 runs: tune-compare's SICK-E and STS-B fe / ft cells, 2 epochs each (shipped
+# Fitted on 10 runs: tune-compare's SICK-E and STS-B fe / ft cells, 2 epochs each (shipped
 # tasks and the same data as a user's files: runs/real/compare, from metrics.json: they predate
-# cost.json), and the SICK-E bitfit run at lr 1e-3 (runs/real/peft_lr, cost.json, still
-# training at the fit: its mean over the epochs done). No lora or sf run had finished an epoch:
+# cost.json), and the two SICK-E bitfit runs (runs/real/peft_lr, lr 1e-3: 5 epochs finished;
+# lr 3e-3: 1 epoch done at the fit), from cost.json. No lora or sf run had finished an epoch:
 # those modes print n/a. fe and ft: W spread 1.56x (SICK-E vs STS-B) but the least-squares line
-# had a negative intercept (the epoch times were contended), so a = 0 for all modes.
+# had a negative intercept (the epoch times were contended: sts_b fe took 265 s per epoch in one
+# run and 68 s in the other), so a = 0 for all modes, and c = BASE_RSS_MB (one encoder).
 COST_MODEL: Dict[str, ModeCost] = {
     "fe": ModeCost(a=0.0, b=8.55011e-10, c=890.0, d=4.63155e-05, runs=4),
     "ft": ModeCost(a=0.0, b=1.00388e-09, c=890.0, d=6.68741e-05, runs=4),
-    "bitfit": ModeCost(a=0.0, b=2.56437e-09, c=890.0, d=3.9472e-05, runs=1),
+    "bitfit": ModeCost(a=0.0, b=3.07504e-09, c=890.0, d=3.85037e-05, runs=2),
 }
 
 
@@ -223,7 +227,13 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
     from allennlp.data import DatasetReader
     from allennlp.data.fields import ListField, TextField
 
-    reader = DatasetReader.from_params(Params(json.loads(json.dumps(reader_config))))
+    params_logger = logging.getLogger("allennlp.common.params")
+    level = params_logger.level
+    params_logger.setLevel(logging.WARNING)  # not a line per reader parameter
+    try:
+        reader = DatasetReader.from_params(Params(json.loads(json.dumps(reader_config))))
+    finally:
+        params_logger.setLevel(level)
     count = DataCount()
     started = time.monotonic()
 
