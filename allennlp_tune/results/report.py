@@ -47,7 +47,6 @@ whose names follow no convention go to a second table. How runs are found and id
 `allennlp_tune.results.runs`.
 """
 
-import html
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -1136,61 +1135,23 @@ def render_json(report: Report) -> Dict[str, Any]:
 MARK_COLOURS = {"ft": "#f7c6a3", "fe": "#b8d8f0"}
 
 
-def render_html(report: Report) -> str:
-    out = [
-        "<!DOCTYPE html>",
-        '<html><head><meta charset="utf-8"><title>Feature extraction vs fine-tuning</title>',
-        "<style>body{font-family:sans-serif}table{border-collapse:collapse;margin-bottom:1em}"
-        "td,th{border:1px solid #999;padding:3px 8px}th{background:#eee}"
-        + "".join(f"td.{mark}{{background:{colour}}}" for mark, colour in MARK_COLOURS.items())
-        + "</style></head><body>",
-        "<h1>Feature extraction vs fine-tuning</h1>",
-    ]
-    out += [f"<p>{html.escape(line)}</p>" for line in report.summary_lines()]
-    for table in report.tables():
-        out.append(f"<h2>{html.escape(table.title)}</h2><table>")
-        out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in table.header) + "</tr>")
-        for row in table.rows:
-            cells = []
-            for text, mark in row:
-                attribute = f' class="{mark}"' if mark else ""
-                cells.append(f"<td{attribute}>{html.escape(text)}</td>")
-            out.append("<tr>" + "".join(cells) + "</tr>")
-        out.append("</table>")
-    for title, notes in report.notes():
-        out.append(f"<h2>{html.escape(title)}</h2><ul>")
-        out += [f"<li>{html.escape(line)}</li>" for line in notes]
-        out.append("</ul>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+def render_html(report: Report, probe_dirs: Optional[Dict[str, Union[str, Path]]] = None) -> str:
+    """
+    One self-contained page: the tables and notes, and per task the figures (forest plot of the
+    paired differences, score against cost, learning curves, scalar-mix weights beside the
+    probe). Drawn by `allennlp_tune.results.html_report` from `render_json(report)`.
+    """
+    from allennlp_tune.results import html_report
+
+    return html_report.render_html(render_json(report), report=report, probe_dirs=probe_dirs)
 
 
-def render_png(report: Report, path: Union[str, Path]) -> None:
-    """Draws every table with matplotlib (Agg, no display needed) into a PNG file."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def render_png(
+    report: Report,
+    path: Union[str, Path],
+    probe_dirs: Optional[Dict[str, Union[str, Path]]] = None,
+) -> None:
+    """The same tables and figures in one PNG (matplotlib's Agg: no display needed)."""
+    from allennlp_tune.results import html_report
 
-    tables = report.tables() or [Table("No runs found", ["Run"], [[(NONE, None)]])]
-    heights = [len(table.rows) + 2 for table in tables]
-    figure = Figure(figsize=(16, 0.32 * sum(heights) + 0.8))
-    FigureCanvasAgg(figure)
-    grid = figure.add_gridspec(len(tables), 1, height_ratios=heights)
-    for index, table in enumerate(tables):
-        axes = figure.add_subplot(grid[index])
-        axes.axis("off")
-        axes.set_title(table.title, loc="left", fontsize=10, fontweight="bold")
-        colours = [[MARK_COLOURS.get(mark or "", "white") for _, mark in row] for row in table.rows]
-        drawn = axes.table(
-            cellText=[[text for text, _ in row] for row in table.rows],
-            cellColours=colours,
-            colLabels=table.header,
-            colColours=["#eeeeee"] * len(table.header),
-            loc="upper left",
-            cellLoc="center",
-        )
-        drawn.auto_set_font_size(False)
-        drawn.set_fontsize(8)
-        drawn.auto_set_column_width(list(range(len(table.header))))
-        drawn.scale(1.0, 1.3)
-    figure.text(0.01, 0.005, report.summary_lines()[2], fontsize=7)
-    figure.savefig(str(path), dpi=120, bbox_inches="tight")
+    html_report.render_png(render_json(report), path, report=report, probe_dirs=probe_dirs)
