@@ -1,13 +1,22 @@
 """Subcommands added to `allennlp`: `probe` (per-layer diagnostic classifiers), `mi` (EDGE
-mutual information per layer), `tune-report`, `tune-grid`, `tune-compare` and `tune-search`.
-Importing this package registers them; their heavy dependencies (scikit-learn, matplotlib,
-Optuna) load only when a command runs."""
+mutual information per layer), `tune-report`, `tune-grid`, `tune-compare`, `tune-search` and
+`tune-data`. Importing this package registers them; their heavy dependencies (scikit-learn,
+matplotlib, Optuna) load only when a command runs."""
 
 from allennlp_tune.commands.mi import MutualInformation
 from allennlp_tune.commands.probe import Probe
 from allennlp_tune.commands.tune_compare import TuneCompare
+from allennlp_tune.commands.tune_data import TuneData
 from allennlp_tune.commands.tune_grid import TuneGrid
 from allennlp_tune.commands.tune_report import TuneReport
 from allennlp_tune.commands.tune_search import TuneSearch
 
-__all__ = ["MutualInformation", "Probe", "TuneCompare", "TuneGrid", "TuneReport", "TuneSearch"]
+__all__ = [
+    "MutualInformation",
+    "Probe",
+    "TuneCompare",
+    "TuneData",
+    "TuneGrid",
+    "TuneReport",
+    "TuneSearch",
+]
