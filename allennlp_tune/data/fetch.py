@@ -42,6 +42,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, T
 from urllib.parse import unquote, urlparse
 
 import requests
+import urllib3
 from tqdm import tqdm
 
 MIRROR_VARIABLE = "TUNE_DATA_MIRROR"
@@ -487,7 +488,10 @@ def _http_download(
     last_error: Optional[BaseException] = None
     for _attempt in range(max(1, retries)):
         offset = part.stat().st_size if part.is_file() else 0
-        headers = {"Range": f"bytes={offset}-"} if offset else {}
+        # identity: byte offsets of a Range are offsets in the file itself.
+        headers = {"Accept-Encoding": "identity"}
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
         try:
             response = requests.get(url, headers=headers, stream=True, timeout=timeout)
         except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as error:
@@ -538,7 +542,13 @@ def _http_download(
                 ):
                     if resumed:
                         print(f"resuming {url} at byte {offset}", file=log)
-                    for block in response.iter_content(CHUNK):
+                    # read1: what has arrived is written before a cut connection raises, so
+                    # the part file keeps every byte received.
+                    read = getattr(response.raw, "read1", None) or response.raw.read
+                    while True:
+                        block = read(CHUNK, decode_content=False)
+                        if not block:
+                            break
                         out.write(block)
                         bar.update(len(block))
                 written = part.stat().st_size
@@ -547,7 +557,7 @@ def _http_download(
                         f"connection closed after {written} of {total} bytes"
                     )
                 return
-        except requests.exceptions.RequestException as error:
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as error:
             # A transfer cut short: the next attempt resumes from where it stopped.
             last_error = error
             print(f"transfer of {url} interrupted ({error}); resuming", file=log)
