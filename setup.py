@@ -1,9 +1,18 @@
 from setuptools import find_packages, setup
 
-# install_requires states what allennlp-tune really needs. AllenNLP 2.10.1 itself declares
-# torch<1.13 and transformers<4.21, which cannot be installed on Python >= 3.11: use the pinned
-# lock (`make install`, requirements/lock.txt) for a modern stack. In an existing AllenNLP 2.10
-# environment (Python <= 3.10) `pip install -e .` works as usual.
+# install_requires states what allennlp-tune really needs, and every line of it is satisfied by
+# a stock `pip install allennlp==2.10.1 allennlp-models==2.10.1` (Python 3.10: torch 1.12.1,
+# transformers 4.20.1), so `pip install -e .` there adds the plugin without upgrading the stack
+# (.ci/stock_lane.sh checks this). AllenNLP 2.10.1 itself declares torch<1.13 and
+# transformers<4.21, which cannot be installed on Python >= 3.11: use the pinned lock
+# (`make install`, requirements/lock.txt, --no-deps) for a modern stack; it holds the extras too.
+#
+# Extras, for what only some commands need:
+# - search: `allennlp tune-search` (Optuna; psycopg2 for a postgresql:// --storage).
+# - lora: `mode: "lora"` (peft). An extra, not a requirement, because every peft release (0.1.0
+#   on) requires torch>=1.13 and the LoRA injection we use (`inject_adapter_in_model`) arrived in
+#   peft 0.6: on a stock AllenNLP 2.10.1 stack (torch 1.12.1) pip would replace torch, breaking
+#   AllenNLP's own pin. The lock installs peft 0.21.0.
 setup(
     name="allennlp-tune",
     version="0.1.0",
@@ -24,7 +33,10 @@ setup(
         "scipy",
         "scikit-learn",
         "matplotlib",
-        "peft>=0.17",
     ],
+    extras_require={
+        "search": ["optuna", "psycopg2-binary"],
+        "lora": ["peft>=0.17"],
+    },
     license="Apache-2.0",
 )

@@ -5,9 +5,10 @@
 
 Writes, deterministically (fixed seeds, no timestamps):
 
-- `bert-cased/`, `bert-uncased/`: a 4-layer BERT with hidden size 16 (`config.json`,
-  `model.safetensors`) and a `BertTokenizerFast` (`vocab.txt`, `tokenizer.json`,
-  `tokenizer_config.json`, `special_tokens_map.json`) whose wordpiece vocabulary covers `words`,
+- `bert-cased/`, `bert-uncased/`: a 4-layer BERT with hidden size 16 (`config.json`, the
+  weights as `model.safetensors` and `pytorch_model.bin`, see `save_weights`) and a
+  `BertTokenizerFast` (`vocab.txt`, `tokenizer.json`, `tokenizer_config.json`,
+  `special_tokens_map.json`) whose wordpiece vocabulary covers `words`,
   so the directory path works as `model_name` for `AutoModel`/`AutoTokenizer` and AllenNLP's
   pretrained-transformer tokenizer, indexers and embedders, offline.
 - `elmo/options.json`, `elmo/weights.hdf5`: a tiny bidirectional LM in bilm-tf's layout, loadable
@@ -20,8 +21,14 @@ Writes, deterministically (fixed seeds, no timestamps):
   family's special tokens, normalisation and pair layout. ALBERT shares one set of layer
   weights among its 3 layers (`num_hidden_groups: 1`), as every published ALBERT does; ELECTRA
   and ALBERT project a smaller embedding (8) to the hidden size.
+
+Runs on the locked stack (transformers 4.43, tokenizers 0.19) and on a stock AllenNLP 2.10.1
+environment (transformers 4.20, tokenizers 0.12), and writes files both read: the weights in
+both formats where the installed transformers can write them, and the sentencepiece families'
+`Metaspace` steps in the form every tokenizers version reads (`legacy_metaspace`).
 """
 
+import inspect
 import json
 import string
 from pathlib import Path
@@ -138,9 +145,25 @@ def write_bert(out_dir: Path, words: List[str], lowercase: bool) -> None:
     torch.manual_seed(SEED)
     model = BertModel(config)
     model.eval()
+    save_weights(model, out_dir)
+
+
+def save_weights(model: torch.nn.Module, out_dir: Path) -> None:
+    """
+    `config.json` and the weights in every format the installed transformers writes:
+    `model.safetensors` (transformers >= 4.35 reads it first) and `pytorch_model.bin` (the only
+    format transformers 4.20, the stock AllenNLP 2.10.1 stack, reads). Both hold the same
+    tensors. Transformers without `safe_serialization` (< 4.21) writes only the `.bin` file.
+    """
+    if "safe_serialization" not in inspect.signature(model.save_pretrained).parameters:
+        model.save_pretrained(str(out_dir))
+        return
     model.save_pretrained(str(out_dir), safe_serialization=True)
     # safetensors creates its file with mode 0600; match the other files.
     (out_dir / "model.safetensors").chmod(0o644)
+    # Saving again in the other format leaves model.safetensors where it is (transformers
+    # removes only older files of the format it writes).
+    model.save_pretrained(str(out_dir), safe_serialization=False)
 
 
 def _dataset(group: h5py.Group, name: str, data: numpy.ndarray) -> None:
@@ -211,12 +234,41 @@ def _save_model(out_dir: Path, config: PretrainedConfig) -> None:
     torch.manual_seed(SEED)
     model = AutoModel.from_config(config)
     model.eval()
-    model.save_pretrained(str(out_dir), safe_serialization=True)
-    (out_dir / "model.safetensors").chmod(0o644)
+    save_weights(model, out_dir)
+
+
+def _metaspace(module):
+    """`module.Metaspace` (pre-tokenizer or decoder) marking and splitting at every word start."""
+    try:  # tokenizers >= 0.15
+        return module.Metaspace(replacement=SPM_SPACE, prepend_scheme="always")
+    except TypeError:  # older: the same behaviour, spelled add_prefix_space
+        return module.Metaspace(replacement=SPM_SPACE, add_prefix_space=True)
+
+
+def legacy_metaspace(tokenizer_json: Path) -> None:
+    """
+    Rewrites the `Metaspace` pre-tokenizer and decoder of a saved `tokenizer.json` in the form
+    that tokenizers < 0.14 writes, `{"add_prefix_space": true}`: tokenizers 0.12 (transformers
+    4.20) cannot parse the newer `{"prepend_scheme": "always", "split": true}`, and newer
+    versions read the old form as exactly that. Other files are left as they are.
+    """
+    data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    changed = False
+    for key in ("pre_tokenizer", "decoder"):
+        step = data.get(key)
+        if isinstance(step, dict) and step.get("type") == "Metaspace":
+            assert step.get("prepend_scheme", "always") == "always" and step.get("split", True)
+            data[key] = {"type": "Metaspace", "replacement": SPM_SPACE, "add_prefix_space": True}
+            changed = changed or data[key] != step
+    if changed:
+        tokenizer_json.write_text(
+            json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
 
 
 def _save_tokenizer(out_dir: Path, tokenizer: PreTrainedTokenizerFast) -> None:
     tokenizer.save_pretrained(str(out_dir))
+    legacy_metaspace(out_dir / "tokenizer.json")
 
 
 def _wordpiece_tokenizer(
@@ -267,7 +319,7 @@ def _unigram_vocab(
     `▁word` piece (-1), `▁` + every character (-6), every character (-8), `▁` (-9). The best
     segmentation of a fixture word is the word itself; any other text splits into characters.
     """
-    metaspace = pre_tokenizers.Metaspace(replacement=SPM_SPACE, prepend_scheme="always")
+    metaspace = _metaspace(pre_tokenizers)
     pieces = set()
     for word in words:
         pieces.update(piece for piece, _ in metaspace.pre_tokenize_str(normalize(word)))
@@ -305,12 +357,14 @@ def _unigram_tokenizer(
     vocab = _unigram_vocab(words, special_tokens, normalizer.normalize_str)
     vocab += [(token, 0.0) for token in last_tokens]
     ids = {piece: index for index, (piece, _) in enumerate(vocab)}
-    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=ids[unk_token], byte_fallback=False))
+    try:
+        unigram = models.Unigram(vocab, unk_id=ids[unk_token], byte_fallback=False)
+    except TypeError:  # tokenizers < 0.14 has no byte fallback (the same as False)
+        unigram = models.Unigram(vocab, unk_id=ids[unk_token])
+    tokenizer = Tokenizer(unigram)
     tokenizer.normalizer = normalizer
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(
-        replacement=SPM_SPACE, prepend_scheme="always"
-    )
-    tokenizer.decoder = decoders.Metaspace(replacement=SPM_SPACE, prepend_scheme="always")
+    tokenizer.pre_tokenizer = _metaspace(pre_tokenizers)
+    tokenizer.decoder = _metaspace(decoders)
     tokenizer.post_processor = post_processor(ids)
     return tokenizer
 

@@ -38,11 +38,24 @@ def _files(root: Path) -> dict:
     }
 
 
+def _weight_files() -> List[str]:
+    """What `save_weights` writes with the installed transformers: both formats where it can."""
+    import inspect
+
+    from transformers import PreTrainedModel
+
+    if "safe_serialization" in inspect.signature(PreTrainedModel.save_pretrained).parameters:
+        return ["model.safetensors", "pytorch_model.bin"]
+    return ["pytorch_model.bin"]  # transformers < 4.21 (the stock AllenNLP 2.10.1 stack)
+
+
 def test_writes_expected_files(models: Path) -> None:
     names = set(_files(models))
-    for model in ("bert-cased", "bert-uncased"):
-        for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
+    for model in ["bert-cased", "bert-uncased", *fixture_models.FAMILIES]:
+        for name in ["config.json", *_weight_files(), "tokenizer_config.json"]:
             assert f"{model}/{name}" in names
+    for model in ("bert-cased", "bert-uncased"):
+        assert f"{model}/vocab.txt" in names
         assert f"{model}/special_tokens_map.json" in names
     assert {"elmo/options.json", "elmo/weights.hdf5"} <= names
 
@@ -116,3 +129,33 @@ def test_elmo_loads_and_embeds(models: Path) -> None:
     activations = bilm(character_ids)["activations"]
     assert len(activations) == 3  # char-CNN + 2 LSTM layers
     assert all(a.shape == (2, len(SENTENCE.split()) + 2, 16) for a in activations)
+
+
+COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+
+
+@pytest.mark.parametrize("name", ["bert-cased", "bert-uncased", *fixture_models.FAMILIES])
+def test_committed_fixtures_hold_both_formats_with_the_same_tensors(name: str) -> None:
+    # transformers >= 4.35 reads model.safetensors, transformers 4.20 (stock AllenNLP 2.10.1)
+    # only pytorch_model.bin: both must be there and equal, or the two stacks test different
+    # models.
+    bin_weights = torch.load(str(COMMITTED / name / "pytorch_model.bin"), map_location="cpu")
+    try:
+        from safetensors.torch import load_file
+    except ImportError:  # the stock stack has no safetensors; the locked lane compares
+        pytest.skip("safetensors is not installed (transformers < 4.21 reads only the .bin)")
+    safe_weights = load_file(str(COMMITTED / name / "model.safetensors"))
+    assert sorted(bin_weights) == sorted(safe_weights)
+    for key, tensor in safe_weights.items():
+        assert torch.equal(bin_weights[key], tensor), key
+
+
+def test_committed_tokenizers_use_the_metaspace_form_every_tokenizers_reads() -> None:
+    import json
+
+    for path in sorted(COMMITTED.glob("*/tokenizer.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("pre_tokenizer", "decoder"):
+            step = data.get(key) or {}
+            if step.get("type") == "Metaspace":
+                assert "prepend_scheme" not in step and step["add_prefix_space"], path

@@ -341,7 +341,17 @@ def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse
 
 
 def search_main(args: argparse.Namespace) -> None:
-    import optuna
+    try:
+        import optuna
+    except ImportError as error:  # not a requirement of the plugin, only of this command
+        _fail(
+            "tune-search",
+            ImportError(
+                f"needs Optuna, which is not installed ({error}). Install the plugin's search "
+                "extra: pip install 'allennlp-tune[search]' (from a checkout: "
+                "pip install -e '.[search]'); it adds optuna and psycopg2-binary."
+            ),
+        )
 
     from allennlp_tune.results.grid import parse_ext_vars
     from allennlp_tune.results.search import SearchParam, describe, run_search

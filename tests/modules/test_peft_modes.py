@@ -26,7 +26,11 @@ from allennlp.models import Model
 from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.training.optimizers import Optimizer
-from safetensors.torch import load_file, save_file
+
+try:
+    from safetensors.torch import load_file, save_file
+except ImportError:  # the stock AllenNLP 2.10.1 stack: transformers 4.20 reads only .bin files
+    load_file = save_file = None
 
 import allennlp_tune  # noqa: F401  (registers the callbacks and the optimizer)
 import allennlp_tune.modules  # noqa: F401  (registers the embedders)
@@ -447,10 +451,18 @@ def test_stack_then_finetune_trains_the_mode_parameters_in_phase_two(
 
 
 def perturbed_copy(source: Path, target: Path, shift: float) -> Path:
+    # Both formats the fixture holds: transformers >= 4.35 reads model.safetensors,
+    # transformers 4.20 (stock AllenNLP 2.10.1, no safetensors installed) pytorch_model.bin.
     shutil.copytree(source, target)
-    weights = load_file(str(target / "model.safetensors"))
-    weights["encoder.layer.0.attention.self.key.weight"] += shift
-    save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    key = "encoder.layer.0.attention.self.key.weight"
+    if (target / "model.safetensors").is_file() and load_file is not None:
+        weights = load_file(str(target / "model.safetensors"))
+        weights[key] += shift
+        save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    if (target / "pytorch_model.bin").is_file():
+        weights = torch.load(str(target / "pytorch_model.bin"), map_location="cpu")
+        weights[key] += shift
+        torch.save(weights, str(target / "pytorch_model.bin"))
     return target
 
 

@@ -211,7 +211,7 @@ def write_encoder(folder: Path, layers: int, hidden: int) -> Path:
     config.update(num_hidden_layers=layers, hidden_size=hidden, intermediate_size=2 * hidden)
     (folder / "config.json").write_text(json.dumps(config))
     for path in BERT.iterdir():
-        if path.name not in ("config.json", "model.safetensors"):
+        if path.name not in ("config.json", "model.safetensors", "pytorch_model.bin"):
             shutil.copy(path, folder)
     return folder
 

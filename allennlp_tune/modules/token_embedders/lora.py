@@ -11,7 +11,9 @@ so every LoRA matrix belongs to the group of the layer it adapts. `peft` replace
 exactly what the pretrained one does until `lora_B` has trained. The output of a layer is
 `base(x) + alpha / r * B A dropout(x)`.
 
-`peft` is imported only when an embedder uses LoRA.
+`peft` is imported only when an embedder uses LoRA. It is the plugin's `lora` extra, not a
+requirement (every peft release needs torch >= 1.13; stock AllenNLP 2.10.1 pins torch < 1.13):
+without it `mode: "lora"` fails with a `ConfigurationError` naming the extra.
 """
 
 from typing import Any, Dict, List, Optional
@@ -34,8 +36,21 @@ def _peft():
     # With this torch, `torch.distributed.tensor` is an attribute of `torch.distributed` only once
     # the submodule has been imported; peft's `_get_in_out_features` uses it and otherwise fails
     # with "module 'torch.distributed' has no attribute 'tensor'" while injecting the adapters.
-    import peft
-    import torch.distributed.tensor  # noqa: F401
+    try:
+        import peft
+    except ImportError as error:
+        raise ConfigurationError(
+            f'mode: "lora" needs peft, which is not installed ({error}). Install the plugin\'s '
+            "lora extra: pip install 'allennlp-tune[lora]' (from a checkout: "
+            "pip install -e '.[lora]'). peft requires torch >= 1.13, so on a stock AllenNLP "
+            "2.10.1 environment (torch 1.12) pip would replace torch: use the pinned install "
+            "(make install) for LoRA, or the other modes (fe, ft, sf, bitfit), which need no "
+            "extra."
+        ) from None
+    try:
+        import torch.distributed.tensor  # noqa: F401
+    except ImportError:  # torch < 2.4 has no such module, and peft does not look for it there
+        pass
 
     return peft
 
