@@ -1,0 +1,87 @@
+"""The `[nltk_data] Error loading punkt / wordnet` lines printed offline at start-up.
+
+They come from `allennlp_models/rc/tools/narrativeqa.py`, which calls `nltk.download` at import
+when `tokenizers/punkt` is not found. `allennlp`'s `import_plugins()` imports the default plugin
+`allennlp_models` (every submodule) *before* it imports plugins named in `.allennlp_plugins`,
+so `allennlp_tune` runs only after the lines are printed, and `nltk.download` prints errors
+even with `quiet=True`. The plugin's own imports stay quiet (tested here); the `allennlp`
+command's noise cannot be removed from the plugin's import (expected failure below).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def offline_environment(tmp_path: Path) -> dict:
+    """Network blocked for urllib (a proxy on a port where nothing listens), no nltk data in
+    the home folder."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = dict(os.environ)
+    proxy = f"http://127.0.0.1:{port}"
+    environment.update(
+        http_proxy=proxy, https_proxy=proxy, HTTP_PROXY=proxy, HTTPS_PROXY=proxy, HOME=str(tmp_path)
+    )
+    environment.pop("NO_PROXY", None)
+    environment.pop("no_proxy", None)
+    return environment
+
+
+def nltk_has_punkt(environment: dict) -> bool:
+    script = (
+        "import nltk\ntry:\n    nltk.data.find('tokenizers/punkt')\n"
+        "except LookupError:\n    print('no')"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+    )
+    return "no" not in found.stdout
+
+
+def test_importing_the_plugin_prints_no_nltk_lines(tmp_path):
+    environment = offline_environment(tmp_path)
+    script = (
+        "import sys, allennlp_tune\n"
+        "print('narrativeqa imported:', 'allennlp_models.rc.tools.narrativeqa' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env=environment,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "[nltk_data]" not in result.stdout + result.stderr
+    assert "narrativeqa imported: False" in result.stdout
+
+
+@pytest.mark.xfail(
+    reason="allennlp imports the default plugin allennlp_models (whose narrativeqa module calls "
+    "nltk.download at import) before any .allennlp_plugins plugin, so allennlp_tune cannot "
+    "silence it from its import; see the module docstring",
+    strict=False,
+)
+def test_allennlp_command_prints_no_nltk_lines_offline(tmp_path):
+    environment = offline_environment(tmp_path)
+    if nltk_has_punkt(environment):
+        pytest.skip("nltk's punkt data is installed here: nothing is downloaded at start-up")
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("allennlp")), "tune-data", "list"],
+        env=environment,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "[nltk_data]" not in result.stdout + result.stderr
