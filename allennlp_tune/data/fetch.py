@@ -418,9 +418,18 @@ def listing(data_dir: Path, mirror: Optional[str] = None) -> str:
 
 
 def _offline_message(url: str, error: BaseException, destination: Path) -> str:
+    canonical = next(
+        (
+            d.url
+            for dataset in DATASETS.values()
+            for d in dataset.downloads
+            if d.name == destination.name
+        ),
+        url,
+    )
     return (
         f"could not download {url}: {error}. The machine looks offline or the host is "
-        f"unreachable. Manual alternative: download {url} on a machine that has access and "
+        f"unreachable. Manual alternative: download {canonical} on a machine that has access and "
         f"put it at {destination} (or point {MIRROR_VARIABLE} at a folder or URL that holds "
         f"{destination.name}), then run the fetch again."
     )
