@@ -144,7 +144,10 @@ stdout."""
 
 
 def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
-    subparser = parser.add_parser(name, description=REPORT_DESCRIPTION, help=REPORT_DESCRIPTION)
+    # argparse %-formats help strings (the list of `allennlp --help`), not descriptions.
+    subparser = parser.add_parser(
+        name, description=REPORT_DESCRIPTION, help=REPORT_DESCRIPTION.replace("%", "%%")
+    )
     subparser.add_argument("dirs", nargs="+", metavar="DIR", help="folders searched for runs")
     _add_output_arguments(subparser)
     subparser.add_argument(

@@ -54,3 +54,21 @@ def test_subcommands_are_found_from_any_folder_through_the_global_plugins_file(t
     found = tune_report_help()
     assert found.returncode == 0, found.stderr[-3000:]
     assert "--json" in found.stdout and "--html" in found.stdout
+
+
+def test_allennlp_help_lists_every_subcommand_of_the_plugin():
+    # argparse %-formats each subcommand's help line: a bare "%" in one (tune-report's "95%")
+    # broke `allennlp --help` for every command.
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO_ROOT))
+    result = subprocess.run(
+        [sys.executable, "-m", "allennlp", "--help"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    for command in ("probe", "mi", "tune-grid", "tune-report", "tune-compare", "tune-search",
+                    "tune-data"):  # fmt: skip
+        assert f"    {command} " in result.stdout, command
