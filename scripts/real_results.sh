@@ -156,23 +156,21 @@ peft() {
   # Every mode with its cost (cost.json) and dev predictions, seed by seed (stop it any time: each
   # finished run counts). ft and sf with the MiniLM recipe of section 7 (1e-4 x 5 epochs; sf: 2
   # frozen + 5); bitfit and lora at the rates peft_lr chose (PEFT_BITFIT_LR, PEFT_LORA_LR).
-  local seeds=${PEFT_SEEDS:-1}
+  # PEFT_TASKS, PEFT_MODES and PEFT_SEEDS pick a part (a run already complete is skipped).
+  local -A settings=(
+    [fe]=""
+    [ft]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5"
+    [bitfit]="--ext-var TUNE_LR=${PEFT_BITFIT_LR:-1e-3}"
+    [lora]="--ext-var TUNE_LR=${PEFT_LORA_LR:-5e-4}"
+    [sf]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7"
+  )
   for task in ${PEFT_TASKS:-sick_e sick_r mrpc sts_b}; do
-    for seed in $seeds; do
-      $BIN/allennlp tune-grid training_config/${task}_bert_fe.jsonnet --seeds $seed \
-        --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}"
-      $BIN/allennlp tune-grid training_config/${task}_bert_ft.jsonnet --seeds $seed \
-        --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" \
-        --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5
-      $BIN/allennlp tune-grid training_config/${task}_bert_bitfit.jsonnet --seeds $seed \
-        --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" \
-        --ext-var TUNE_LR=${PEFT_BITFIT_LR:-1e-3}
-      $BIN/allennlp tune-grid training_config/${task}_bert_lora.jsonnet --seeds $seed \
-        --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" \
-        --ext-var TUNE_LR=${PEFT_LORA_LR:-5e-4}
-      $BIN/allennlp tune-grid training_config/${task}_bert_sf.jsonnet --seeds $seed \
-        --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" \
-        --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7
+    for seed in ${PEFT_SEEDS:-1}; do
+      for mode in ${PEFT_MODES:-fe ft bitfit lora sf}; do
+        # shellcheck disable=SC2086
+        $BIN/allennlp tune-grid training_config/${task}_bert_${mode}.jsonnet --seeds $seed \
+          --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" ${settings[$mode]}
+      done
     done
   done
 }
