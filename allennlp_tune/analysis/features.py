@@ -61,6 +61,8 @@ class LayerFeatures:
     labels: List[Union[str, float]]
     regression: bool
     metadata: Dict[str, Any] = field(default_factory=dict)
+    # One hashable key per instance, its wordpiece ids: the "sentence type" of control tasks.
+    types: List[tuple] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -240,11 +242,13 @@ def extract_layer_features(
         instances = itertools.islice(instances, max_instances)
     pooled: Dict[int, List[np.ndarray]] = {layer: [] for layer in layers}
     labels: List[Union[str, float]] = []
+    types: List[tuple] = []
     regression: Optional[bool] = None
     description = f"{encoder.kind} features: {os.path.basename(file_path)}"
     progress = Tqdm.tqdm(instances, desc=description, unit=" instances")
     for window in _windows(progress, batch_size * _SORTING_WINDOW_BATCHES):
         token_ids = [_token_ids(instance, file_path) for instance in window]
+        types.extend(tuple(ids) for ids, _ in token_ids)
         for instance in window:
             label, is_regression = _label(instance, file_path)
             if regression is not None and is_regression != regression:
@@ -263,7 +267,7 @@ def extract_layer_features(
     if not labels:
         raise ConfigurationError(f"{file_path} gave no instances to extract features from.")
     vectors = {layer: np.concatenate(pooled[layer]) for layer in layers}
-    return LayerFeatures(list(layers), vectors, labels, bool(regression))
+    return LayerFeatures(list(layers), vectors, labels, bool(regression), types=types)
 
 
 def _windows(items: Iterable[Instance], size: int) -> Iterator[List[Instance]]:

@@ -18,12 +18,17 @@ def plot_layers(
     title: str,
     controls: Optional[Dict[str, Dict[str, Sequence]]] = None,
     y_from_zero: bool = False,
+    control_label: str = "random labels",
+    bounds: Optional[Dict[str, Dict[str, Sequence]]] = None,
+    bound_label: str = "probe bound H(Y) - CE",
 ) -> None:
     """
     One line per model over the layers, e.g.
     `curves = {"pretrained": {"layers": [0, 1, 2], "values": [0.5, 0.6, 0.7]}}`. `controls`, with
     the same keys, adds dashed random-label lines. Missing values (`None`) leave gaps.
     `y_from_zero` starts the y axis at 0 (for mutual information, so "about 0" shows as such).
+    `control_label` names the dashed lines (e.g. "control task"); `bounds`, with the same keys,
+    adds dotted lines (the probe's variational lower bound beside an MI estimate).
     """
     # The object-oriented Agg API: no pyplot, so no global backend or figure state is touched.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -41,8 +46,14 @@ def plot_layers(
     for kind, curve in (controls or {}).items():
         style = dict(_STYLES.get(kind, {}), linestyle="--", marker=None, alpha=0.7)
         values = [float("nan") if value is None else value for value in curve["values"]]
-        label = f"{_NAMES.get(kind, kind)}, random labels"
+        label = f"{_NAMES.get(kind, kind)}, {control_label}"
         axes.plot(curve["layers"], values, label=label, **style)
+    for kind, curve in (bounds or {}).items():
+        style = dict(_STYLES.get(kind, {}), linestyle=":", marker="x", alpha=0.9)
+        values = [float("nan") if value is None else value for value in curve["values"]]
+        axes.plot(
+            curve["layers"], values, label=f"{_NAMES.get(kind, kind)}, {bound_label}", **style
+        )
     axes.set_xticks(sorted(all_layers))
     if y_from_zero:
         axes.set_ylim(bottom=0.0)

@@ -11,8 +11,9 @@ Probes (features are standardised on train first, so one setting suits every lay
 Metrics: `accuracy`, `mcc` (Matthews correlation, CoLA's metric) and `pearson` (STS-B's).
 """
 
+import itertools
 import math
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from allennlp.common.checks import ConfigurationError
@@ -135,3 +136,249 @@ def probe_layers(
 
 def as_list(values: Dict[int, Optional[float]], layers: List[int]) -> List[Optional[float]]:
     return [values[layer] for layer in layers]
+
+
+# Information-theoretic readings of a probe: the variational bound, control tasks and MDL.
+
+_LOG2 = math.log(2.0)
+
+
+def label_entropy(labels: Sequence) -> float:
+    """The plug-in entropy of the empirical label distribution, in bits."""
+    _, counts = np.unique(np.asarray(labels), return_counts=True)
+    shares = counts / counts.sum()
+    return float(-(shares * np.log2(shares)).sum())
+
+
+def cross_entropy_bits(model, vectors: np.ndarray, labels: Sequence, floor: float = 0.0) -> float:
+    """
+    Mean `-log2 q(y | x)` of a fitted scikit-learn classifier (`predict_proba`) on `labels`.
+    A label the model never saw in training gets probability 0 (infinite cross-entropy) unless
+    `floor > 0`, which mixes every distribution with the uniform one: `(1 - floor) q + floor / C`.
+    """
+    return float(_codelengths(model, vectors, labels, floor=floor).mean())
+
+
+def _codelengths(model, vectors: np.ndarray, labels: Sequence, floor: float, classes=None):
+    """Per-example `-log2 q(y | x)` over `classes` (default: the model's own classes)."""
+    probabilities = model.predict_proba(vectors)
+    model_classes = list(model.classes_)
+    classes = model_classes if classes is None else list(classes)
+    full = np.zeros((probabilities.shape[0], len(classes)))
+    index = {label: position for position, label in enumerate(classes)}
+    for column, label in enumerate(model_classes):
+        full[:, index[label]] = probabilities[:, column]
+    if floor > 0:
+        full = (1.0 - floor) * full + floor / len(classes)
+    label_index = np.array([index.get(label, -1) for label in np.asarray(labels)])
+    chosen = np.where(label_index >= 0, full[np.arange(len(full)), np.maximum(label_index, 0)], 0.0)
+    with np.errstate(divide="ignore"):
+        return -np.log2(chosen)
+
+
+def variational_bound(
+    model, dev_vectors: np.ndarray, dev_labels: Sequence
+) -> Dict[str, Optional[float]]:
+    """
+    The probe's dev cross-entropy `CE = E[-log2 q(y | x)]` and the variational lower bound
+    `I(X; Y) >= H(Y) - CE` (bits; Barber & Agakov 2003): for any `q`, `H(Y | X) <= CE`.
+    `H(Y)` is the plug-in entropy of the dev labels, the distribution CE is averaged over: with
+    train's label distribution the bound would mix two distributions (MRPC's and CoLA's dev
+    label shares differ from train's). Both are estimates from a finite dev set; the bound is
+    conservative when the probe is (a weak or over-confident probe only lowers it). Returns
+    `{"entropy": H(Y), "cross_entropy": CE, "bound": H(Y) - CE}`.
+    """
+    entropy = label_entropy(dev_labels)
+    cross_entropy = cross_entropy_bits(model, dev_vectors, dev_labels)
+    return {
+        "entropy": entropy,
+        "cross_entropy": cross_entropy,
+        "bound": entropy - cross_entropy if math.isfinite(cross_entropy) else None,
+    }
+
+
+def control_labels(
+    train_types: Sequence, train_labels: Sequence, dev_types: Sequence, seed: int = 0
+) -> Tuple[List, List]:
+    """
+    A control task (Hewitt & Liang 2019): every type (a word type for token tasks; here the
+    sentence or pair, by its wordpiece ids) gets one label drawn at random from the train labels'
+    empirical distribution, with a fixed seed, so that the same type always has the same control
+    label in train and dev. Types are numbered in order of first appearance (train, then dev),
+    so the assignment does not depend on anything but the data and the seed. Returns the control
+    labels of train and dev.
+    """
+    rng = np.random.default_rng(seed)
+    pool = np.asarray(train_labels, dtype=object)
+    assigned: Dict[Any, Any] = {}
+    for key in itertools.chain(train_types, dev_types):
+        if key not in assigned:
+            assigned[key] = None
+    draws = rng.integers(0, len(pool), size=len(assigned))
+    for key, draw in zip(assigned, draws):
+        assigned[key] = pool[draw]
+    return [assigned[key] for key in train_types], [assigned[key] for key in dev_types]
+
+
+# Voita & Titov (2020), section 3.2: the online code's block boundaries, as shares of train.
+MDL_FRACTIONS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
+MDL_FLOOR = 1e-3
+
+
+def online_codelength(
+    vectors: np.ndarray,
+    labels: Sequence,
+    *,
+    probe: str = "logistic",
+    fractions: Sequence[float] = MDL_FRACTIONS,
+    seed: int = 0,
+    floor: float = MDL_FLOOR,
+) -> Dict[str, Any]:
+    """
+    Minimum description length of the labels given the vectors with the online (prequential)
+    code of Voita & Titov (2020). The train examples are shuffled (fixed seed) and cut at
+    `t_i = max(1, round(fractions[i] * N))`; the first block is sent with the uniform code
+    (`t_1 log2 C` bits), then for every later block a probe fit on all the examples before it
+    encodes it with `-log2 q(y | x)`. Compression is the uniform codelength `N log2 C` over the
+    online codelength: about 1 when the labels cannot be learnt from the vectors, larger the
+    more they can. Every distribution is mixed with `floor` of the uniform one (at most
+    `-log2(1 - floor)`, 0.0014 bits an example at the default), so that a class that a block's
+    prefix lacks costs a finite `log2(C / floor)` bits instead of infinity; a prefix with a
+    single class is coded by its Laplace-smoothed label counts. One departure from Voita &
+    Titov, who early-stop a neural probe on held-out data: the logistic probe (C = 1) is not
+    tuned per block and overfits small prefixes in 384 dimensions (random labels then cost
+    more than the uniform code: compression 0.77 in a synthetic check), so every block after the
+    first is sent with the cheaper of the probe's and the uniform code, plus one bit saying
+    which (11 bits in all at the standard fractions). That is still a code a receiver can
+    decode; random labels now come out at compression just under 1. Returns the codelength and
+    the uniform codelength (bits), compression, and the per-block codelengths.
+    """
+    label_array = np.asarray(labels)
+    classes = sorted(set(label_array.tolist()))
+    num_classes = len(classes)
+    total = len(label_array)
+    if num_classes < 2:
+        raise ConfigurationError("MDL needs at least two classes in the training labels.")
+    order = np.random.default_rng(seed).permutation(total)
+    vectors, label_array = np.asarray(vectors)[order], label_array[order]
+    bounds = sorted({min(total, max(1, int(round(share * total)))) for share in fractions})
+    if bounds[-1] != total:
+        bounds.append(total)
+    uniform_bits = math.log2(num_classes)
+    blocks = [bounds[0] * uniform_bits]
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        prefix = label_array[:start]
+        if len(set(prefix.tolist())) < 2:
+            counts = np.array([np.sum(prefix == label) for label in classes]) + 1.0
+            shares = dict(zip(classes, counts / counts.sum()))
+            bits = -np.log2([shares[label] for label in label_array[start:end]])
+        else:
+            model = build_probe(probe, regression=False, seed=seed)
+            model.fit(vectors[:start], prefix)
+            bits = _codelengths(
+                model, vectors[start:end], label_array[start:end], floor, classes=classes
+            )
+        # One bit per block says whether the probe or the uniform code sends it, so a probe
+        # that overfits a small prefix never costs more than the uniform code plus that bit.
+        blocks.append(1.0 + min(float(np.sum(bits)), (end - start) * uniform_bits))
+    codelength = float(sum(blocks))
+    uniform = total * uniform_bits
+    return {
+        "codelength": codelength,
+        "uniform_codelength": uniform,
+        "compression": uniform / codelength,
+        "block_ends": bounds,
+        "block_codelengths": blocks,
+    }
+
+
+def cross_fitted_bound(
+    vectors: np.ndarray, labels: Sequence, *, folds: int = 5, seed: int = 0, probe: str = "logistic"
+) -> Dict[str, Optional[float]]:
+    """
+    The variational bound `H(Y) - CE` on one set of vectors (what `allennlp mi` has: the dev
+    file only), cross-fitted: the probe is fit on `folds - 1` stratified folds and its
+    cross-entropy taken on the held-out one, for every fold, so no example is scored by a probe
+    that saw it. `H(Y)` is the plug-in entropy of these labels. Probabilities are mixed with
+    `1e-6` of the uniform distribution so that a class absent from a training fold (fewer than
+    `folds` examples) costs 20 bits, not infinity; the bound stays a bound (any `q` gives one).
+    """
+    from allennlp_tune.analysis.edge import stratified_folds
+
+    label_array = np.asarray(labels)
+    classes = sorted(set(label_array.tolist()))
+    entropy = label_entropy(label_array)
+    if len(classes) < 2:
+        return {"entropy": entropy, "cross_entropy": 0.0, "bound": 0.0}
+    _, label_ids = np.unique(label_array, return_inverse=True)
+    fold_of = stratified_folds(label_ids.reshape(-1), min(folds, len(label_array)), seed)
+    bits = np.zeros(len(label_array))
+    for fold in np.unique(fold_of):
+        train, held_out = fold_of != fold, fold_of == fold
+        if len(set(label_array[train].tolist())) < 2:
+            bits[held_out] = math.log2(len(classes))  # nothing to learn from: the uniform code
+            continue
+        model = build_probe(probe, regression=False, seed=seed)
+        model.fit(vectors[train], label_array[train])
+        bits[held_out] = _codelengths(
+            model, vectors[held_out], label_array[held_out], 1e-6, classes=classes
+        )
+    cross_entropy = float(bits.mean())
+    return {"entropy": entropy, "cross_entropy": cross_entropy, "bound": entropy - cross_entropy}
+
+
+def probe_layer_report(
+    train_vectors: np.ndarray,
+    train_labels: Sequence,
+    dev_vectors: np.ndarray,
+    dev_labels: Sequence,
+    *,
+    probe: str,
+    metric: str,
+    regression: bool,
+    seed: int = 0,
+    control: Optional[Tuple[Sequence, Sequence]] = None,
+    mdl: bool = False,
+) -> Dict[str, Any]:
+    """
+    One layer's probe and what it says in bits: the dev metric (`score`), for classifiers with
+    probabilities the dev cross-entropy and the bound `H(Y) - CE` (`variational_bound`), with
+    `control` (control train and dev labels, `control_labels`) the same probe's metric on the
+    control task and the selectivity (task minus control), and with `mdl` the online code of
+    the train labels (`online_codelength`, always with the logistic probe, Voita & Titov's
+    choice). Entries that do not apply (regression, a probe without probabilities) are `None`.
+    """
+    if not regression and len(set(train_labels)) < 2:
+        raise ConfigurationError(
+            f"The training data has a single label ({train_labels[0]!r}); a classifier probe "
+            "needs at least two. Use more training instances (--max-instances)."
+        )
+    model = build_probe(probe, regression, seed)
+    model.fit(train_vectors, np.asarray(train_labels))
+    report: Dict[str, Any] = {
+        "score": score(metric, dev_labels, model.predict(dev_vectors)),
+        "entropy": None,
+        "cross_entropy": None,
+        "bound": None,
+    }
+    if not regression and hasattr(model, "predict_proba"):
+        report.update(variational_bound(model, dev_vectors, dev_labels))
+    if control is not None:
+        control_train, control_dev = control
+        if not regression and len(set(control_train)) < 2:
+            control_score = None
+        else:
+            control_model = build_probe(probe, regression, seed)
+            control_model.fit(train_vectors, np.asarray(control_train))
+            control_score = score(metric, control_dev, control_model.predict(dev_vectors))
+        report["control_score"] = control_score
+        report["selectivity"] = (
+            None
+            if control_score is None or report["score"] is None
+            else report["score"] - control_score
+        )
+    if mdl:
+        report["mdl"] = (
+            None if regression else online_codelength(train_vectors, train_labels, seed=seed)
+        )
+    return report
