@@ -13,6 +13,19 @@ extracted once for the train and dev files, without gradients; one scikit-learn 
 is fit on train (`--probe`: logistic for labels, linear for scores, or ridge) and scored on dev
 (`--metric`: accuracy, MCC for CoLA, Pearson for scores). Writes `probe.json` and `probe.png`
 (layer on x, one line per model) to `--output-dir`.
+
+What the probe says in bits (issue 17), per layer, in the JSON and the printed table:
+
+- always, for classifier probes with probabilities (logistic): the dev cross-entropy `CE` and
+  the variational lower bound `I(layer; Y) >= H(Y) - CE` (bits; `H(Y)` from the dev labels,
+  the distribution CE is averaged over). An MI estimate below it is an underestimate.
+- `--control`: a control task (Hewitt & Liang 2019): every sentence (pair) type, by its
+  wordpiece ids, gets a label drawn at random (seed `--seed`) from the train labels; the same
+  probe is fit on it, and `selectivity` is the task metric minus the control metric. Dashed
+  lines in `probe.png`. It fits a second probe per layer, hence the flag.
+- `--mdl`: the online code of Voita & Titov (2020) with the logistic probe on the train
+  vectors (blocks at 0.1%, 0.2%, 0.4%, ..., 50%, 100% of train): description length in bits and
+  compression against the uniform code (`mdl.png`). Class labels only.
 """
 
 import argparse
@@ -59,6 +72,18 @@ class Probe(Subcommand):
             default="auto",
             help="auto = MCC for cola, Pearson for scores, accuracy otherwise",
         )
+        probes.add_argument(
+            "--control",
+            action="store_true",
+            help="also fit each probe on a control task (random label per sentence type) and "
+            "report its metric and the selectivity (task minus control)",
+        )
+        probes.add_argument(
+            "--mdl",
+            action="store_true",
+            help="also report the online-code description length of the train labels and its "
+            "compression against the uniform code, per layer (writes mdl.png)",
+        )
         subparser.set_defaults(func=probe_from_args)
         return subparser
 
@@ -69,13 +94,15 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
     from allennlp_tune.analysis.plots import plot_layers
     from allennlp_tune.analysis.probing import (
         check_probe,
+        control_labels,
         default_metric,
         default_probe,
-        probe_layers,
+        probe_layer_report,
     )
 
     check_arguments(args)
     task = reader_type(args.reader)
+    control, mdl = getattr(args, "control", False), getattr(args, "mdl", False)
     results: Dict[str, Any] = {
         "command": "probe",
         "reader": args.reader,
@@ -84,8 +111,17 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         "dev_file": args.dev_file,
         "pooling": args.pooling,
         "max_instances": args.max_instances,
+        "units": "bits",
+        "bound": "H(Y) - CE on dev; H(Y) is the entropy of the dev labels",
         "models": {},
     }
+    if control:
+        results["control_task"] = (
+            "a random train label per sentence type (wordpiece ids), seed "
+            f"{args.seed}; selectivity = task - control"
+        )
+    if mdl:
+        results["mdl_code"] = "online code (Voita & Titov 2020), logistic probe, bits"
     for encoder, readers, layers in encoders(args):
         options = {"layers": layers, "pooling": args.pooling, "batch_size": args.batch_size}
         train = extract_layer_features(
@@ -97,15 +133,46 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         dev = extract_layer_features(
             encoder, readers["dev"], args.dev_file, max_instances=args.max_instances, **options
         )
-        scores = probe_layers(train, dev, probe=probe, metric=metric, seed=args.seed)
+        control_data = None
+        if control:
+            control_data = control_labels(train.types, train.labels, dev.types, seed=args.seed)
+        reports = {
+            layer: probe_layer_report(
+                train.vectors[layer],
+                train.labels,
+                dev.vectors[layer],
+                dev.labels,
+                probe=probe,
+                metric=metric,
+                regression=train.regression,
+                seed=args.seed,
+                control=control_data,
+                mdl=mdl,
+            )
+            for layer in layers
+        }
         results.update(probe=probe, metric=metric)
-        results["models"][encoder.kind] = {
+        model: Dict[str, Any] = {
             "source": encoder.description,
             "num_train": len(train),
             "num_dev": len(dev),
             "layers": layers,
-            "scores": [scores[layer] for layer in layers],
         }
+        for key in ("score", "cross_entropy", "bound"):
+            model[f"{key}s" if key == "score" else key] = [reports[i][key] for i in layers]
+        model["label_entropy"] = reports[layers[0]]["entropy"]
+        if control:
+            model["control_scores"] = [reports[i]["control_score"] for i in layers]
+            model["selectivity"] = [reports[i]["selectivity"] for i in layers]
+        if mdl:
+            codes = [reports[i]["mdl"] for i in layers]
+            model["mdl"] = {
+                "codelength": [None if code is None else code["codelength"] for code in codes],
+                "compression": [None if code is None else code["compression"] for code in codes],
+                "uniform_codelength": None if codes[0] is None else codes[0]["uniform_codelength"],
+                "block_ends": None if codes[0] is None else codes[0]["block_ends"],
+            }
+        results["models"][encoder.kind] = model
 
     models = results["models"]
     json_path = os.path.join(args.output_dir, "probe.json")
@@ -117,8 +184,46 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         png_path,
         ylabel=f"dev {metric_name[results['metric']]}",
         title=f"{results['probe']} probe per layer: {task}, {args.pooling} pooling",
+        controls={
+            kind: {"layers": m["layers"], "values": m["control_scores"]}
+            for kind, m in models.items()
+        }
+        if control
+        else None,
+        control_label="control task",
     )
-    table = format_table({kind: (m["layers"], m["scores"]) for kind, m in models.items()})
-    print(f"Dev {results['metric']} of a {results['probe']} probe per layer:\n{table}")
-    print(f"Wrote {json_path} and {png_path}")
+    written = [json_path, png_path]
+    if mdl:
+        mdl_path = os.path.join(args.output_dir, "mdl.png")
+        plot_layers(
+            {
+                kind: {"layers": m["layers"], "values": m["mdl"]["compression"]}
+                for kind, m in models.items()
+            },
+            mdl_path,
+            ylabel="compression (uniform code / online code)",
+            title=f"MDL probe (online code) per layer: {task}, {args.pooling} pooling",
+        )
+        written.append(mdl_path)
+    columns = {}
+    for kind, m in models.items():
+        columns[f"{kind} {results['metric']}"] = (m["layers"], m["scores"])
+        if any(value is not None for value in m["bound"]):
+            columns[f"{kind} CE"] = (m["layers"], m["cross_entropy"])
+            columns[f"{kind} bound"] = (m["layers"], m["bound"])
+        if control:
+            columns[f"{kind} control"] = (m["layers"], m["control_scores"])
+            columns[f"{kind} selectivity"] = (m["layers"], m["selectivity"])
+        if mdl:
+            columns[f"{kind} MDL (kbit)"] = (
+                m["layers"],
+                [None if v is None else v / 1000 for v in m["mdl"]["codelength"]],
+            )
+            columns[f"{kind} compression"] = (m["layers"], m["mdl"]["compression"])
+    table = format_table(columns)
+    print(
+        f"Dev {results['metric']} of a {results['probe']} probe per layer; CE and the bound "
+        f"H(Y) - CE in bits:\n{table}"
+    )
+    print(f"Wrote {' and '.join(written)}")
     return results

@@ -50,3 +50,34 @@ def test_mi_reports_bad_inputs(run_allennlp, task_files, tmp_path, tiny_bert):
     with pytest.raises(ConfigurationError, match="--score-bins must be at least 2"):
         extra = ["--model-name", tiny_bert, "--score-bins", "1"]
         run_allennlp(*mi_args(task_files, "sts_b", tmp_path, *extra))
+
+
+def test_mi_prints_the_probe_bound_beside_the_estimate(
+    run_allennlp, task_files, check_png, tmp_path, tiny_bert, capsys
+):
+    run_allennlp(*mi_args(task_files, "sst2", tmp_path, "--model-name", tiny_bert))
+    results = json.loads((tmp_path / "mi.json").read_text())
+    assert results["estimator"]["estimator"] == "edge_projected"
+    assert results["estimator"]["folds"] == 10 and "cross-fitted" in results["bound"]
+    model = results["models"]["pretrained"]
+    assert len(model["bound"]) == len(model["cross_entropy"]) == len(model["mi"]) == 5
+    for bound, cross_entropy in zip(model["bound"], model["cross_entropy"]):
+        assert bound <= 1.0 and cross_entropy > 0
+    printed = capsys.readouterr().out
+    assert "pretrained bound" in printed and "cross-fitted projection" in printed
+    check_png(tmp_path / "mi.png")
+
+
+def test_mi_keeps_the_papers_plain_edge_and_can_skip_the_bound(
+    run_allennlp, task_files, tmp_path, tiny_bert, capsys
+):
+    extra = ["--model-name", tiny_bert, "--estimator", "edge", "--no-bound", "--layers", "0"]
+    run_allennlp(*mi_args(task_files, "sst2", tmp_path, *extra))
+    results = json.loads((tmp_path / "mi.json").read_text())
+    assert results["estimator"]["name"] == "EDGE" and results["estimator"]["folds"] is None
+    assert results["bound"] is None and results["models"]["pretrained"]["bound"] is None
+    assert "bound" not in capsys.readouterr().out
+    with pytest.raises(ConfigurationError, match="--folds must be at least 2"):
+        run_allennlp(
+            *mi_args(task_files, "sst2", tmp_path, "--model-name", tiny_bert, "--folds", "1")
+        )

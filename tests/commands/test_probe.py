@@ -105,3 +105,45 @@ def test_a_separate_dev_reader_reads_mrpc_glue_splits(run_allennlp, tmp_path, ti
     assert results["dev_reader"] == "mrpc"
     model = results["models"]["pretrained"]
     assert (model["num_train"], model["num_dev"]) == (12 - 3, 3)  # 12 pairs, 3 of them dev
+
+
+def test_probe_reports_the_bound_control_task_and_mdl(
+    run_allennlp, task_files, check_png, tmp_path, tiny_bert, capsys
+):
+    extra = ["--model-name", tiny_bert, "--layers", "0,-1", "--control", "--mdl"]
+    run_allennlp(*probe_args(task_files, "sst2", tmp_path, *extra))
+    results = json.loads((tmp_path / "probe.json").read_text())
+    assert results["units"] == "bits" and "dev labels" in results["bound"]
+    assert "control_task" in results and "online code" in results["mdl_code"]
+    model = results["models"]["pretrained"]
+    assert 0.0 < model["label_entropy"] <= 1.0
+    for score, cross_entropy, bound, control, selectivity in zip(
+        model["scores"],
+        model["cross_entropy"],
+        model["bound"],
+        model["control_scores"],
+        model["selectivity"],
+    ):
+        assert cross_entropy > 0 and bound == pytest.approx(model["label_entropy"] - cross_entropy)
+        assert 0.0 <= control <= 1.0 and selectivity == pytest.approx(score - control)
+    mdl = model["mdl"]
+    assert mdl["uniform_codelength"] == pytest.approx(12.0)  # 12 train sentences, 2 classes
+    assert mdl["block_ends"][-1] == 12 and len(mdl["codelength"]) == 2
+    for codelength, compression in zip(mdl["codelength"], mdl["compression"]):
+        assert compression == pytest.approx(12.0 / codelength)
+    check_png(tmp_path / "probe.png")
+    check_png(tmp_path / "mdl.png")
+    printed = capsys.readouterr().out
+    for header in ("pretrained bound", "pretrained selectivity", "pretrained compression"):
+        assert header in printed
+
+
+def test_probe_without_flags_has_the_bound_but_no_control_or_mdl(
+    run_allennlp, task_files, tmp_path, tiny_bert
+):
+    run_allennlp(*probe_args(task_files, "sts_b", tmp_path, "--model-name", tiny_bert))
+    model = json.loads((tmp_path / "probe.json").read_text())["models"]["pretrained"]
+    # Scores: no cross-entropy, so no bound; no flags, no control or MDL entries.
+    assert model["bound"] == [None] * 5 and model["cross_entropy"] == [None] * 5
+    assert "control_scores" not in model and "mdl" not in model
+    assert not (tmp_path / "mdl.png").exists()
