@@ -421,15 +421,17 @@ def cross_fitted_lda_scores(
     grams = np.zeros((folds, dim, dim))
     sums = np.zeros((folds, num_classes, dim))
     counts = np.zeros((folds, num_classes))
-    standardised = np.empty(features.shape, dtype=np.float64)
+    standardised = np.empty(features.shape, dtype=np.float32)
     for start in range(0, features.shape[0], _BLOCK_ROWS):
         block = (features[start : start + _BLOCK_ROWS] - mean) / spread
         standardised[start : start + _BLOCK_ROWS] = block
+    squared_norms = np.einsum("ij,ij->i", standardised, standardised, dtype=np.float64)
     for fold in range(folds):
         rows = standardised[fold_of == fold]
         fold_labels = label_ids[fold_of == fold]
-        grams[fold] = rows.T @ rows
-        np.add.at(sums[fold], fold_labels, rows)
+        grams[fold] = rows.T @ rows  # float32 BLAS; accumulated in float64 across folds
+        one_hot = np.eye(num_classes, dtype=np.float32)[fold_labels]
+        sums[fold] = one_hot.T @ rows
         counts[fold] = np.bincount(fold_labels, minlength=num_classes)
     scores = np.zeros((features.shape[0], max(1, num_classes - 1)))
     for fold in range(folds):
@@ -440,29 +442,37 @@ def cross_fitted_lda_scores(
         total = class_counts.sum()
         scatter = grams[train].sum(axis=0) - (class_means.T * class_counts) @ class_means
         covariance = scatter / max(total - present.sum(), 1.0)
-        rows_train = standardised[(fold_of != fold)]
-        residuals = rows_train - class_means[label_ids[fold_of != fold]]
-        covariance = _ledoit_wolf(covariance, residuals)
+        # ||x_i - m_c(i)||^2 = ||x_i||^2 - 2 x_i . m_c(i) + ||m_c(i)||^2, without copying rows.
+        in_train = fold_of != fold
+        products = standardised @ class_means.T.astype(np.float32)  # (N, C)
+        own = label_ids[in_train]
+        residual_norms = (
+            squared_norms[in_train]
+            - 2 * products[in_train, own]
+            + np.einsum("cd,cd->c", class_means, class_means)[own]
+        )
+        covariance = _ledoit_wolf(covariance, residual_norms)
         priors = np.log(np.maximum(class_counts, 1) / total)
         solved = np.linalg.solve(covariance, class_means.T)  # (d, C): S^-1 m_c
         offsets = -0.5 * np.einsum("dc,cd->c", solved, class_means) + priors
         held_out = fold_of == fold
-        discriminants = standardised[held_out] @ solved + offsets
+        discriminants = standardised[held_out] @ solved.astype(np.float32) + offsets
         discriminants[:, ~present] = -np.inf
-        if num_classes == 1:
-            continue
         reference = discriminants[:, -1:] if present[-1] else discriminants.max(1, keepdims=True)
         log_odds = discriminants[:, :-1] - reference
         scores[held_out] = np.where(np.isfinite(log_odds), log_odds, -1e3)
     return scores.astype(np.float32)
 
 
-def _ledoit_wolf(covariance: np.ndarray, residuals: np.ndarray) -> np.ndarray:
-    """Ledoit & Wolf (2004) shrinkage of `covariance` towards `mu I`, from its residuals."""
-    num_samples, dim = residuals.shape
+def _ledoit_wolf(covariance: np.ndarray, squared_norms: np.ndarray) -> np.ndarray:
+    """
+    Ledoit & Wolf (2004) shrinkage of `covariance` towards `mu I`, given the squared norms of
+    the residuals it was computed from.
+    """
+    num_samples = squared_norms.shape[0]
+    dim = covariance.shape[0]
     mu = np.trace(covariance) / dim
     distance = np.sum((covariance - mu * np.eye(dim)) ** 2)
-    squared_norms = np.einsum("ij,ij->i", residuals, residuals)
     # sum_i ||r_i r_i^T - S||_F^2 / n^2 = (sum_i ||r_i||^4 / n - ||S||_F^2) / n
     spread = (np.mean(squared_norms**2) - np.sum(covariance**2)) / num_samples
     shrinkage = 0.0 if distance <= 0 else float(np.clip(spread / distance, 0.0, 1.0))
