@@ -38,6 +38,33 @@ LAYER_LISTS = {
     "mpnet": "encoder.layer",
 }
 FAMILIES = sorted(LAYER_LISTS)
+
+
+def _deberta_v2_breaks_on_this_numpy() -> bool:
+    """transformers < 4.26's DeBERTa-v2 buckets relative positions with `np.int`, which numpy
+    1.24 removed: on such a stack (stock AllenNLP 2.10.1 with numpy 1.26) its forward fails."""
+    import inspect
+
+    import numpy
+    from transformers.models.deberta_v2 import modeling_deberta_v2
+
+    return not hasattr(numpy, "int") and "np.int)" in inspect.getsource(modeling_deberta_v2)
+
+
+# The families whose forward pass runs on the installed stack.
+RUNNING_FAMILIES = [
+    pytest.param(
+        family,
+        marks=pytest.mark.skipif(
+            _deberta_v2_breaks_on_this_numpy(),
+            reason="this transformers' DeBERTa-v2 uses np.int, which this numpy (>= 1.24) "
+            "no longer has (fixed in transformers 4.26)",
+        ),
+    )
+    if family == "deberta-v2"
+    else family
+    for family in FAMILIES
+]
 # Families whose model has token type embeddings to choose from (type_vocab_size > 1).
 TYPED = {"electra", "albert"}
 PAIR = ("A man is playing a guitar", "The dog is eating the bread")
@@ -121,7 +148,7 @@ def test_albert_gradual_unfreezing_moves_the_shared_stack_as_one_group(family_mo
         embedder.unfreeze(3)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", RUNNING_FAMILIES)
 def test_a_jointly_encoded_pair_is_embedded_as_the_familys_own_tokenizer_does(
     family, family_models
 ):
@@ -156,7 +183,7 @@ def test_a_type_id_beyond_the_models_types_names_them(family_models):
         TuneTransformerEmbedder(path)(**tensors)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", RUNNING_FAMILIES)
 def test_feature_cache_serves_the_second_pass(family, family_models, wordpiece_batch, tmp_path):
     path = str(family_models / family)
     tensors = wordpiece_batch(SENTENCES, model=path)
@@ -257,7 +284,7 @@ def _changed(trained: Dict[str, torch.Tensor], model: Path) -> Dict[str, bool]:
 
 
 @pytest.mark.parametrize("mode", sorted(CELLS))
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", RUNNING_FAMILIES)
 def test_family_trains_frozen_and_fine_tuned(family, mode, family_models, tmp_path, monkeypatch):
     model = family_models / family
     out = _train(monkeypatch, tmp_path, model, CELLS[mode])
@@ -274,7 +301,10 @@ def test_family_trains_frozen_and_fine_tuned(family, mode, family_models, tmp_pa
         assert list((tmp_path / "cache").rglob("*")), "the feature cache was not written"
     else:  # BERT's fine-tuning recipe: the top layer, no mix
         assert mix == []
-        unchanged = [name for name, moved in changed.items() if not moved]
+        # transformers < 4.31 keeps `position_ids` as a persistent buffer, so it is in the
+        # trained state dict; a buffer is not a parameter and never trains.
+        buffers = {name for name, _ in AutoModel.from_pretrained(str(model)).named_buffers()}
+        unchanged = [name for name, moved in changed.items() if not moved and name not in buffers]
         assert unchanged == [], unchanged
 
 

@@ -8,6 +8,7 @@ on 2 cores).
 """
 
 import csv
+import importlib.util
 import json
 import re
 import sys
@@ -287,6 +288,10 @@ def test_a_shipped_task_trains_as_its_cell_file(tmp_path, monkeypatch, capsys):
     assert metrics[0]["best_validation_loss"] == metrics[1]["best_validation_loss"]
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("peft") is None,
+    reason="peft (allennlp-tune[lora]) is not installed; it needs torch >= 1.13",
+)
 def test_tune_compare_bitfit_and_lora(tmp_path, monkeypatch, capsys):
     """The parameter-efficient modes of a task of one's own: one seed, one epoch each."""
     write_reviews(tmp_path / "task")

@@ -1,0 +1,45 @@
+"""
+The plugin's extras (setup.py): `tune-search` needs `[search]` (optuna), `mode: "lora"` needs
+`[lora]` (peft). Without them each says which extra to install, on any stack.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.token_embedders import TokenEmbedder
+
+import allennlp_tune.modules  # noqa: F401  (registers the embedders)
+from allennlp_tune.results.cli import search_main
+
+BERT = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "bert-cased"
+
+
+def test_tune_search_without_optuna_names_the_search_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "optuna", None)  # `import optuna` raises ImportError
+    with pytest.raises(SystemExit) as exit_info:
+        search_main(argparse.Namespace())
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("allennlp tune-search: needs Optuna, which is not installed")
+    assert "pip install 'allennlp-tune[search]'" in error
+    assert "Traceback" not in error
+
+
+@pytest.mark.parametrize("kind", ["tune_transformer", "tune_transformer_mismatched"])
+def test_lora_without_peft_names_the_lora_extra(monkeypatch, kind):
+    monkeypatch.setitem(sys.modules, "peft", None)
+    params = Params({"type": kind, "model_name": str(BERT), "mode": "lora"})
+    with pytest.raises(ConfigurationError, match=r"pip install 'allennlp-tune\[lora\]'"):
+        TokenEmbedder.from_params(params)
+
+
+def test_setup_declares_the_extras():
+    text = (BERT.parents[2] / "setup.py").read_text(encoding="utf-8")
+    assert '"search": ["optuna", "psycopg2-binary"]' in text
+    assert '"lora": ["peft>=0.17"]' in text
+    install_requires = text.split("install_requires=[", 1)[1].split("]", 1)[0]
+    assert "peft" not in install_requires and "optuna" not in install_requires
