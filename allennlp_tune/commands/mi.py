@@ -26,9 +26,10 @@ Estimators (`--estimator`, issue 17):
 
 Beside every estimate, `mi` prints the variational lower bound `H(Y) - CE` (bits) of the
 logistic probe `allennlp probe` uses, cross-fitted on the same dev vectors (5 folds: fit on
-four, cross-entropy on the fifth; `cross_fitted_bound`), so it needs no earlier probe run and
+four, with its softmax temperature fit by 3-fold cross-validation inside them, cross-entropy on
+the fifth; `cross_fitted_bound`), so it needs no earlier probe run and
 bounds exactly the data EDGE sees. An estimate below the bound is an underestimate (up to the
-bound's own sampling error). `--no-bound` skips it (5 logistic fits per layer).
+bound's own sampling error). `--no-bound` skips it (20 logistic fits per layer).
 """
 
 import argparse
@@ -142,7 +143,8 @@ def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
             "num_estimators": args.num_estimators,
             "seed": args.seed,
         },
-        "bound": "H(Y) - CE of a logistic probe cross-fitted on the dev vectors (5 folds); "
+        "bound": "H(Y) - CE of a logistic probe cross-fitted on the dev vectors (5 folds, "
+        "temperature by 3-fold cross-validation inside the training folds); "
         "H(Y) of the dev labels"
         if with_bound
         else None,

@@ -16,9 +16,11 @@ is fit on train (`--probe`: logistic for labels, linear for scores, or ridge) an
 
 What the probe says in bits (issue 17), per layer, in the JSON and the printed table:
 
-- always, for classifier probes with probabilities (logistic): the dev cross-entropy `CE` and
-  the variational lower bound `I(layer; Y) >= H(Y) - CE` (bits; `H(Y)` from the dev labels,
-  the distribution CE is averaged over). An MI estimate below it is an underestimate.
+- always, for classifier probes with probabilities (logistic): the probe's dev cross-entropy
+  `CE`, the cross-entropy `CE (T)` at a softmax temperature fit by 3-fold cross-validation on
+  train (the C = 1 probe is over-confident in 384 dimensions), and the variational lower bound
+  `I(layer; Y) >= H(Y) - CE (T)` (bits; `H(Y)` from the dev labels, the distribution CE is
+  averaged over). An MI estimate below it is an underestimate.
 - `--control`: a control task (Hewitt & Liang 2019): every sentence (pair) type, by its
   wordpiece ids, gets a label drawn at random (seed `--seed`) from the train labels; the same
   probe is fit on it, and `selectivity` is the task metric minus the control metric. Dashed
@@ -112,7 +114,8 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         "pooling": args.pooling,
         "max_instances": args.max_instances,
         "units": "bits",
-        "bound": "H(Y) - CE on dev; H(Y) is the entropy of the dev labels",
+        "bound": "H(Y) - CE on dev of the probe at a softmax temperature fit by 3-fold "
+        "cross-validation on train; H(Y) is the entropy of the dev labels",
         "models": {},
     }
     if control:
@@ -158,7 +161,7 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
             "num_dev": len(dev),
             "layers": layers,
         }
-        for key in ("score", "cross_entropy", "bound"):
+        for key in ("score", "cross_entropy", "calibrated_cross_entropy", "temperature", "bound"):
             model[f"{key}s" if key == "score" else key] = [reports[i][key] for i in layers]
         model["label_entropy"] = reports[layers[0]]["entropy"]
         if control:
@@ -210,6 +213,7 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         columns[f"{kind} {results['metric']}"] = (m["layers"], m["scores"])
         if any(value is not None for value in m["bound"]):
             columns[f"{kind} CE"] = (m["layers"], m["cross_entropy"])
+            columns[f"{kind} CE (T)"] = (m["layers"], m["calibrated_cross_entropy"])
             columns[f"{kind} bound"] = (m["layers"], m["bound"])
         if control:
             columns[f"{kind} control"] = (m["layers"], m["control_scores"])
@@ -222,8 +226,8 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
             columns[f"{kind} compression"] = (m["layers"], m["mdl"]["compression"])
     table = format_table(columns)
     print(
-        f"Dev {results['metric']} of a {results['probe']} probe per layer; CE and the bound "
-        f"H(Y) - CE in bits:\n{table}"
+        f"Dev {results['metric']} of a {results['probe']} probe per layer; CE, CE at the "
+        f"temperature fit on train (T) and the bound H(Y) - CE (T), in bits:\n{table}"
     )
     print(f"Wrote {' and '.join(written)}")
     return results

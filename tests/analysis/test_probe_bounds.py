@@ -16,6 +16,7 @@ from allennlp_tune.analysis.probing import (
     build_probe,
     control_labels,
     cross_fitted_bound,
+    fit_temperature,
     label_entropy,
     probe_layer_report,
     variational_bound,
@@ -53,14 +54,32 @@ def test_the_bound_stays_below_the_true_mi(separation):
     truth = binary_mi(separation)
     x, labels = two_gaussians(4000, separation, seed=1)
     model = build_probe("logistic", regression=False).fit(x[:2000], labels[:2000])
-    bound = variational_bound(model, x[2000:], labels[2000:])
+    temperature = fit_temperature("logistic", x[:2000], labels[:2000])
+    bound = variational_bound(model, x[2000:], labels[2000:], temperature)
     assert bound["entropy"] == pytest.approx(label_entropy(labels[2000:]))
-    assert bound["bound"] == pytest.approx(bound["entropy"] - bound["cross_entropy"])
+    assert bound["bound"] == pytest.approx(bound["entropy"] - bound["calibrated_cross_entropy"])
     assert bound["bound"] <= truth + 0.03
+    assert bound["entropy"] - bound["cross_entropy"] <= truth + 0.03  # the probe's own q too
     if separation >= 2.0:  # an informative probe gets most of the way there
         assert bound["bound"] >= 0.7 * truth
     cross_fitted = cross_fitted_bound(x, labels)
     assert cross_fitted["bound"] <= truth + 0.03
+
+
+def test_a_temperature_fit_on_train_rescues_an_over_confident_probe():
+    # 300 train examples in 384 dimensions: the C = 1 probe's own dev CE is above 1 bit, so
+    # its bound is negative; the temperature chosen on train alone makes it informative.
+    rng = np.random.default_rng(6)
+    labels = rng.integers(0, 2, 1300)
+    x = rng.standard_normal((1300, 384))
+    x[:, 0] += (2 * labels - 1) * 1.0  # separation 2: 0.45 bits
+    truth = binary_mi(2.0)
+    model = build_probe("logistic", regression=False).fit(x[:300], labels[:300])
+    temperature = fit_temperature("logistic", x[:300], labels[:300])
+    bound = variational_bound(model, x[300:], labels[300:], temperature)
+    assert temperature > 1.5
+    assert bound["entropy"] - bound["cross_entropy"] < 0.0
+    assert 0.05 < bound["bound"] <= truth + 0.03
 
 
 def test_the_bound_is_about_zero_for_random_labels_and_the_entropy_is_in_bits():

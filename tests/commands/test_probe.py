@@ -117,9 +117,10 @@ def test_probe_reports_the_bound_control_task_and_mdl(
     assert "control_task" in results and "online code" in results["mdl_code"]
     model = results["models"]["pretrained"]
     assert 0.0 < model["label_entropy"] <= 1.0
+    assert all(value > 0 for value in model["temperature"] + model["cross_entropy"])
     for score, cross_entropy, bound, control, selectivity in zip(
         model["scores"],
-        model["cross_entropy"],
+        model["calibrated_cross_entropy"],
         model["bound"],
         model["control_scores"],
         model["selectivity"],
@@ -145,5 +146,6 @@ def test_probe_without_flags_has_the_bound_but_no_control_or_mdl(
     model = json.loads((tmp_path / "probe.json").read_text())["models"]["pretrained"]
     # Scores: no cross-entropy, so no bound; no flags, no control or MDL entries.
     assert model["bound"] == [None] * 5 and model["cross_entropy"] == [None] * 5
+    assert model["temperature"] == [None] * 5
     assert "control_scores" not in model and "mdl" not in model
     assert not (tmp_path / "mdl.png").exists()
