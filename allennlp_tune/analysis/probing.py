@@ -320,14 +320,18 @@ def online_codelength(
     more they can. Every distribution is mixed with `floor` of the uniform one (at most
     `-log2(1 - floor)`, 0.0014 bits an example at the default), so that a class that a block's
     prefix lacks costs a finite `log2(C / floor)` bits instead of infinity; a prefix with a
-    single class is coded by its Laplace-smoothed label counts. One departure from Voita &
-    Titov, who early-stop a neural probe on held-out data: the logistic probe (C = 1) is not
-    tuned per block and overfits small prefixes in 384 dimensions (random labels then cost
-    more than the uniform code: compression 0.77 in a synthetic check), so every block after the
-    first is sent with the cheaper of the probe's and the uniform code, plus one bit saying
-    which (11 bits in all at the standard fractions). That is still a code a receiver can
-    decode; random labels now come out at compression just under 1. Returns the codelength and
-    the uniform codelength (bits), compression, and the per-block codelengths.
+    single class is coded by its Laplace-smoothed label counts. Two departures from Voita &
+    Titov, who early-stop a neural probe on held-out data, both because the logistic probe
+    (C = 1) is not tuned per block and is over-confident on small prefixes in 384 dimensions
+    (random labels then cost more than the uniform code: compression 0.77 in a synthetic
+    check, and pretrained MiniLM's SST-2 features barely 1.0): each block is coded with the
+    probe's probabilities at a softmax temperature fit on the prefix alone by 3-fold
+    cross-validation (`fit_temperature`), and with the cheaper of that and the uniform code,
+    plus one bit saying which (11 bits in all at the standard fractions). The temperature
+    depends only on the prefix, which the receiver has decoded, and the choice is sent, so this
+    is still an online code. Random labels come out at compression just under 1 (SST-2 dev as
+    the data, MiniLM layer 5: 1.28, shuffled labels 0.99). Returns the codelength and the
+    uniform codelength (bits), compression, and the per-block codelengths.
     """
     label_array = np.asarray(labels)
     classes = sorted(set(label_array.tolist()))
@@ -351,8 +355,9 @@ def online_codelength(
         else:
             model = build_probe(probe, regression=False, seed=seed)
             model.fit(vectors[:start], prefix)
-            bits = _codelengths(
-                model, vectors[start:end], label_array[start:end], floor, classes=classes
+            temperature = fit_temperature(probe, vectors[:start], prefix, seed=seed)
+            bits = _calibrated_codelengths(
+                model, temperature, vectors[start:end], label_array[start:end], classes, floor
             )
         # One bit per block says whether the probe or the uniform code sends it, so a probe
         # that overfits a small prefix never costs more than the uniform code plus that bit.
