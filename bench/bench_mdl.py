@@ -94,8 +94,8 @@ def main() -> None:
             times[name].append(time.perf_counter() - start)
     medians = {name: statistics.median(values) for name, values in times.items()}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n{os.path.basename(model.rstrip('/'))}, {args.reader}: {args.num_sentences} train + "
-          f"up to {args.num_sentences} dev sentences, {torch.get_num_threads()} threads, "
+    print(f"\n{os.path.basename(model.rstrip('/'))}, {args.reader}: up to {args.num_sentences} "
+          f"train + up to {args.num_sentences} dev sentences, {torch.get_num_threads()} threads, "
           f"median of {args.repeats}, load average {load:.1f}:")  # fmt: skip
     base = medians["probe"]
     for name, value in medians.items():
