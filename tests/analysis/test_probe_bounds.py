@@ -25,6 +25,10 @@ from allennlp_tune.analysis.probing import (
 DIM = 64
 
 
+# numpy < 2 (the stock AllenNLP lane) has only trapz.
+_trapezoid = getattr(np, "trapezoid", None) or np.trapz
+
+
 def binary_mi(separation: float) -> float:
     """I(X; Y) in bits for equiprobable N(+-separation/2, 1): the 1-D integral (quadrature)."""
     grid = np.linspace(-separation / 2 - 12, separation / 2 + 12, 200_001)
@@ -38,7 +42,7 @@ def binary_mi(separation: float) -> float:
     )
     posterior = np.clip(1.0 / (1.0 + np.exp(-separation * grid)), 1e-300, 1 - 1e-16)
     conditional = -(posterior * np.log2(posterior) + (1 - posterior) * np.log2(1 - posterior))
-    return 1.0 - float(np.trapezoid(density * conditional, grid))
+    return 1.0 - float(_trapezoid(density * conditional, grid))
 
 
 def two_gaussians(num_samples: int, separation: float, seed: int):
