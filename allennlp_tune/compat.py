@@ -283,6 +283,11 @@ class _WeightsOnlyTorch:
             ) from None
 
 
+def load_weights(f: Any, **kwargs: Any) -> Any:
+    """`torch.load(f, weights_only=True, **kwargs)`, as `read_state_dict` reads weights here."""
+    return _WeightsOnlyTorch.load(f, **kwargs)
+
+
 def _weights_only_read_state_dict() -> None:
     from allennlp.nn import util as nn_util
 

@@ -324,12 +324,12 @@ def softmax(values: Sequence[float]) -> List[float]:
 
 
 def _load_weights(path: Path) -> Dict[str, Any]:
-    import torch
+    from allennlp_tune.compat import load_weights
 
     try:  # memory-mapped: a frozen encoder's weights are not read, only the mix's few numbers
-        return torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
-    except (RuntimeError, TypeError, ValueError):
-        return torch.load(str(path), map_location="cpu", weights_only=True)
+        return load_weights(str(path), map_location="cpu", mmap=True)
+    except (RuntimeError, TypeError, ValueError):  # torch < 2.1 has no mmap
+        return load_weights(str(path), map_location="cpu")
 
 
 def read_scalar_mix(run_dir: Union[str, Path]) -> Tuple[Optional[Dict[str, List[float]]], str]:

@@ -305,7 +305,10 @@ class FreezableEncoderMixin:
         # So that the `discriminative` optimizer finds the groups from the scalar mix's parameters.
         register_layer_group_provider(self)  # type: ignore[arg-type]
         # Hooks are plain functions: torch marks a public state-dict hook with an attribute.
-        self.register_state_dict_post_hook(_leave_out_frozen_weights)  # type: ignore
+        register = getattr(self, "register_state_dict_post_hook", None)
+        if register is None:  # torch < 2.0 (1.12 in stock AllenNLP 2.10.1): the private twin
+            register = self._register_state_dict_hook  # type: ignore[attr-defined]
+        register(_leave_out_frozen_weights)
         self.register_load_state_dict_post_hook(_allow_missing_frozen_weights)  # type: ignore
 
     # ---- the API the training callbacks use -------------------------------------------------
