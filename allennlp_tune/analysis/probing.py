@@ -93,6 +93,18 @@ def score(metric: str, gold: Sequence, predicted: Sequence) -> Optional[float]:
     return None if math.isnan(value) else value
 
 
+def fit_probe(train_vectors, train_labels, probe: str, regression: bool, seed: int = 0):
+    """The probe `build_probe` makes, fit on one layer's train vectors (at least two labels)."""
+    if not regression and len(set(train_labels)) < 2:
+        raise ConfigurationError(
+            f"The training data has a single label ({train_labels[0]!r}); a classifier probe "
+            "needs at least two. Use more training instances (--max-instances)."
+        )
+    model = build_probe(probe, regression, seed)
+    model.fit(train_vectors, np.asarray(train_labels))
+    return model
+
+
 def probe_layer(
     train_vectors: np.ndarray,
     train_labels: Sequence[Union[str, float]],
@@ -105,13 +117,7 @@ def probe_layer(
     seed: int = 0,
 ) -> Optional[float]:
     """Fits one probe on the train vectors of a layer and returns its dev metric."""
-    if not regression and len(set(train_labels)) < 2:
-        raise ConfigurationError(
-            f"The training data has a single label ({train_labels[0]!r}); a classifier probe "
-            "needs at least two. Use more training instances (--max-instances)."
-        )
-    model = build_probe(probe, regression, seed)
-    model.fit(train_vectors, np.asarray(train_labels))
+    model = fit_probe(train_vectors, train_labels, probe, regression, seed)
     return score(metric, dev_labels, model.predict(dev_vectors))
 
 
@@ -432,13 +438,7 @@ def probe_layer_report(
     the train labels (`online_codelength`, always with the logistic probe, Voita & Titov's
     choice). Entries that do not apply (regression, a probe without probabilities) are `None`.
     """
-    if not regression and len(set(train_labels)) < 2:
-        raise ConfigurationError(
-            f"The training data has a single label ({train_labels[0]!r}); a classifier probe "
-            "needs at least two. Use more training instances (--max-instances)."
-        )
-    model = build_probe(probe, regression, seed)
-    model.fit(train_vectors, np.asarray(train_labels))
+    model = fit_probe(train_vectors, train_labels, probe, regression, seed)
     report: Dict[str, Any] = {
         "score": score(metric, dev_labels, model.predict(dev_vectors)),
         "entropy": None,
