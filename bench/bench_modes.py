@@ -99,7 +99,10 @@ def main() -> None:
             f"{seconds / ft_seconds:.2f} | {peak:.0f} | {peak / ft_peak:.2f} | "
             f"{result['archive_mib']:.1f} |"
         )
-    print("every run (s, MiB):", {m: [(r["seconds"], round(p)) for r, p in v] for m, v in runs.items()})
+    print(
+        "every run (s, MiB):",
+        {m: [(r["seconds"], round(p)) for r, p in v] for m, v in runs.items()},
+    )
 
 
 if __name__ == "__main__":
