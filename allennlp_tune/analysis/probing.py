@@ -121,25 +121,6 @@ def probe_layer(
     return score(metric, dev_labels, model.predict(dev_vectors))
 
 
-def probe_layers(
-    train, dev, *, probe: str, metric: str, seed: int = 0
-) -> Dict[int, Optional[float]]:
-    """`probe_layer` for every layer of two `LayerFeatures` (train and dev)."""
-    results: Dict[int, Optional[float]] = {}
-    for layer in train.layers:
-        results[layer] = probe_layer(
-            train.vectors[layer],
-            train.labels,
-            dev.vectors[layer],
-            dev.labels,
-            probe=probe,
-            metric=metric,
-            regression=train.regression,
-            seed=seed,
-        )
-    return results
-
-
 def as_list(values: Dict[int, Optional[float]], layers: List[int]) -> List[Optional[float]]:
     return [values[layer] for layer in layers]
 
