@@ -21,23 +21,38 @@ Writes, deterministically (fixed seeds, no timestamps):
   family's special tokens, normalisation and pair layout. ALBERT shares one set of layer
   weights among its 3 layers (`num_hidden_groups: 1`), as every published ALBERT does; ELECTRA
   and ALBERT project a smaller embedding (8) to the hidden size.
+- the families only newer transformers have (`VERSIONED`), where the installed transformers has
+  them: `modernbert/` (>= 4.48), 3 layers, global and local attention, byte-level BPE with
+  BERT's special tokens. On older stacks they are skipped with a logged reason, so the committed
+  `fixtures/models` (written on the locked stack) lacks them and tests build them when they can.
 
 Runs on the locked stack (transformers 4.43, tokenizers 0.19) and on a stock AllenNLP 2.10.1
 environment (transformers 4.20, tokenizers 0.12), and writes files both read: the weights in
 both formats where the installed transformers can write them, and the sentencepiece families'
-`Metaspace` steps in the form every tokenizers version reads (`legacy_metaspace`).
+`Metaspace` steps in the form every tokenizers version reads (`legacy_metaspace`). Also runs on
+transformers 5 (which writes only `model.safetensors`).
 """
 
 import inspect
 import json
+import logging
 import string
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import h5py
 import numpy
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+)
 from transformers import (
     AlbertConfig,
     AlbertTokenizerFast,
@@ -60,6 +75,8 @@ from transformers import (
     XLMRobertaConfig,
     XLMRobertaTokenizerFast,
 )
+
+logger = logging.getLogger(__name__)
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # Always in the vocabulary: AllenNLP's tokenizer probes with "A", "a", "b", "1" and "2".
@@ -153,14 +170,18 @@ def save_weights(model: torch.nn.Module, out_dir: Path) -> None:
     `config.json` and the weights in every format the installed transformers writes:
     `model.safetensors` (transformers >= 4.35 reads it first) and `pytorch_model.bin` (the only
     format transformers 4.20, the stock AllenNLP 2.10.1 stack, reads). Both hold the same
-    tensors. Transformers without `safe_serialization` (< 4.21) writes only the `.bin` file.
+    tensors. Transformers without `safe_serialization` writes its one format: the `.bin` file
+    (< 4.21) or `model.safetensors` (>= 5, which reads and writes nothing else).
     """
+    safetensors = out_dir / "model.safetensors"
     if "safe_serialization" not in inspect.signature(model.save_pretrained).parameters:
         model.save_pretrained(str(out_dir))
+        if safetensors.is_file():
+            safetensors.chmod(0o644)
         return
     model.save_pretrained(str(out_dir), safe_serialization=True)
     # safetensors creates its file with mode 0600; match the other files.
-    (out_dir / "model.safetensors").chmod(0o644)
+    safetensors.chmod(0o644)
     # Saving again in the other format leaves model.safetensors where it is (transformers
     # removes only older files of the format it writes).
     model.save_pretrained(str(out_dir), safe_serialization=False)
@@ -284,12 +305,17 @@ def _wordpiece_tokenizer(
     return tokenizer, len(vocab)
 
 
-def _byte_level_bpe(words: List[str]) -> Tuple[Dict[str, int], List[Tuple[str, str]]]:
+def _byte_level_bpe(
+    words: List[str],
+    first_tokens: Sequence[str] = ("<s>", "<pad>", "</s>", "<unk>"),
+    last_tokens: Sequence[str] = ("<mask>",),
+) -> Tuple[Dict[str, int], List[Tuple[str, str]]]:
     """
-    RoBERTa's vocabulary: `<s> <pad> </s> <unk>`, the 256 byte symbols, one token per prefix of
-    every word (with and without the leading-space mark `Ġ`), `<mask>` last; and the merges
-    that build each word left to right. The merges of `Ġ`-words come first, so a word after a
-    space always becomes one token; other text falls back to shorter pieces or bytes.
+    A byte-level BPE vocabulary: `first_tokens`, the 256 byte symbols, one token per prefix of
+    every word (with and without the leading-space mark `Ġ`), `last_tokens` (RoBERTa's by
+    default: `<s> <pad> </s> <unk>` first, `<mask>` last); and the merges that build each word
+    left to right. The merges of `Ġ`-words come first, so a word after a space always becomes
+    one token; other text falls back to shorter pieces or bytes.
     """
     pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     pieces = set()
@@ -298,7 +324,7 @@ def _byte_level_bpe(words: List[str]) -> Tuple[Dict[str, int], List[Tuple[str, s
             pieces.update(piece for piece, _ in pre_tokenizer.pre_tokenize_str(text))
     spaced = sorted(piece for piece in pieces if piece.startswith("\u0120"))
     bare = sorted(piece for piece in pieces if not piece.startswith("\u0120"))
-    tokens = ["<s>", "<pad>", "</s>", "<unk>"] + sorted(pre_tokenizers.ByteLevel.alphabet())
+    tokens = list(first_tokens) + sorted(pre_tokenizers.ByteLevel.alphabet())
     merges: List[Tuple[str, str]] = []
     known = set(tokens)
     for piece in spaced + bare:
@@ -307,7 +333,7 @@ def _byte_level_bpe(words: List[str]) -> Tuple[Dict[str, int], List[Tuple[str, s
                 known.add(piece[:end])
                 tokens.append(piece[:end])
                 merges.append((piece[: end - 1], piece[end - 1]))
-    tokens.append("<mask>")
+    tokens += list(last_tokens)
     return {token: index for index, token in enumerate(tokens)}, merges
 
 
@@ -563,6 +589,57 @@ def write_mpnet(out_dir: Path, words: List[str]) -> None:
     _save_model(out_dir, config)
 
 
+def write_modernbert(out_dir: Path, words: List[str]) -> None:
+    """
+    ModernBERT (transformers >= 4.48) as published: byte-level BPE with BERT's special tokens
+    and pair layout (`[CLS] A [SEP] B [SEP]`) and no `token_type_ids` input; rotary positions,
+    a layer list `layers` whose first layer has no attention norm, a `final_norm` above it, no
+    bias anywhere; 3 layers, the first with global attention and the others with a local
+    window of 8 tokens (`global_attn_every_n_layers: 3`, `local_attention: 8`).
+    """
+    from transformers import ModernBertConfig  # not in transformers < 4.48: see VERSIONED
+
+    special = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]  # after the BPE tokens, as published
+    vocab, merges = _byte_level_bpe(
+        words, first_tokens=["<|endoftext|>", "<|padding|>"], last_tokens=special
+    )
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
+    backend.normalizer = normalizers.NFC()
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    backend.decoder = decoders.ByteLevel()
+    backend.post_processor = _bert_style_pair(vocab)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token=AddedToken("[MASK]", lstrip=True, rstrip=False),
+        model_input_names=["input_ids", "attention_mask"],
+        clean_up_tokenization_spaces=True,
+        model_max_length=MAX_LENGTH,
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    config = ModernBertConfig(
+        vocab_size=len(vocab),
+        hidden_size=TINY["hidden_size"],
+        num_hidden_layers=3,
+        num_attention_heads=TINY["num_attention_heads"],
+        intermediate_size=TINY["intermediate_size"],
+        max_position_embeddings=MAX_LENGTH,
+        global_attn_every_n_layers=3,
+        local_attention=8,
+        pad_token_id=vocab["[PAD]"],
+        bos_token_id=vocab["[CLS]"],
+        eos_token_id=vocab["[SEP]"],
+        cls_token_id=vocab["[CLS]"],
+        sep_token_id=vocab["[SEP]"],
+        # transformers 4.48-4.5x may torch.compile parts of the model by default; 5 drops it.
+        reference_compile=False,
+    )
+    _save_model(out_dir, config)
+
+
 # folder -> writer; the folder is the name tests and TUNE_BERT_MODEL use.
 FAMILIES: Dict[str, Callable[[Path, List[str]], None]] = {
     "roberta": write_roberta,
@@ -575,12 +652,52 @@ FAMILIES: Dict[str, Callable[[Path, List[str]], None]] = {
 }
 
 
+# Families that only newer transformers have: folder -> (config class, first version, writer).
+# Written where the installed transformers has them (`versioned_families`); `fixtures/models`,
+# written on the locked stack (transformers 4.43), has none of them, so tests build them.
+VERSIONED: Dict[str, Tuple[str, str, Callable[[Path, List[str]], None]]] = {
+    "modernbert": ("ModernBertConfig", "4.48", write_modernbert),
+}
+
+
+def family_unavailable(family: str) -> Optional[str]:
+    """Why the installed transformers cannot build `VERSIONED[family]`, or `None` if it can."""
+    import transformers
+
+    config_class, first_version, _ = VERSIONED[family]
+    if hasattr(transformers, config_class):
+        return None
+    return (
+        f"{family} needs transformers >= {first_version} ({config_class}); "
+        f"this is transformers {transformers.__version__}"
+    )
+
+
+def versioned_families() -> Dict[str, Callable[[Path, List[str]], None]]:
+    """The writers of the `VERSIONED` families the installed transformers has."""
+    return {
+        family: writer
+        for family, (_, _, writer) in VERSIONED.items()
+        if family_unavailable(family) is None
+    }
+
+
 def make_model_fixtures(out_dir: Path, words: List[str]) -> None:
-    """Write `bert-cased/`, `bert-uncased/`, `elmo/` and `FAMILIES` under `out_dir`."""
+    """
+    Write `bert-cased/`, `bert-uncased/`, `elmo/`, `FAMILIES` and the `VERSIONED` families the
+    installed transformers has under `out_dir`; the others are skipped with a logged reason.
+    """
     out_dir = Path(out_dir)
     write_bert(out_dir / "bert-cased", words, lowercase=False)
     write_bert(out_dir / "bert-uncased", words, lowercase=True)
     write_elmo(out_dir / "elmo")
     for family, write in FAMILIES.items():
+        (out_dir / family).mkdir(parents=True, exist_ok=True)
+        write(out_dir / family, words)
+    for family in VERSIONED:
+        reason = family_unavailable(family)
+        if reason is not None:
+            logger.info("skipping the %s fixture: %s", family, reason)
+    for family, write in versioned_families().items():
         (out_dir / family).mkdir(parents=True, exist_ok=True)
         write(out_dir / family, words)

@@ -1,6 +1,7 @@
 """`scripts/fixture_models.py`: the tiny BERT and ELMo fixtures load and are deterministic."""
 
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -42,16 +43,20 @@ def _weight_files() -> List[str]:
     """What `save_weights` writes with the installed transformers: both formats where it can."""
     import inspect
 
+    import transformers
     from transformers import PreTrainedModel
 
     if "safe_serialization" in inspect.signature(PreTrainedModel.save_pretrained).parameters:
         return ["model.safetensors", "pytorch_model.bin"]
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return ["model.safetensors"]  # transformers 5 writes (and reads) nothing else
     return ["pytorch_model.bin"]  # transformers < 4.21 (the stock AllenNLP 2.10.1 stack)
 
 
 def test_writes_expected_files(models: Path) -> None:
     names = set(_files(models))
-    for model in ["bert-cased", "bert-uncased", *fixture_models.FAMILIES]:
+    written = [*fixture_models.FAMILIES, *fixture_models.versioned_families()]
+    for model in ["bert-cased", "bert-uncased", *written]:
         for name in ["config.json", *_weight_files(), "tokenizer_config.json"]:
             assert f"{model}/{name}" in names
     for model in ("bert-cased", "bert-uncased"):
@@ -60,9 +65,38 @@ def test_writes_expected_files(models: Path) -> None:
     assert {"elmo/options.json", "elmo/weights.hdf5"} <= names
 
 
-def test_two_runs_are_byte_identical(models: Path, tmp_path: Path) -> None:
-    fixture_models.make_model_fixtures(tmp_path, WORDS)
+def test_two_runs_are_byte_identical(models: Path, tmp_path: Path, caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="fixture_models"):
+        fixture_models.make_model_fixtures(tmp_path, WORDS)
     assert _files(tmp_path) == _files(models)
+    for family in fixture_models.VERSIONED:  # the skipped ones are logged with the reason
+        reason = fixture_models.family_unavailable(family)
+        assert (reason is not None) == (f"skipping the {family} fixture: {reason}" in caplog.text)
+
+
+@pytest.mark.parametrize("family", sorted(fixture_models.VERSIONED))
+def test_a_versioned_family_is_written_exactly_where_transformers_has_it(
+    models: Path, family: str
+) -> None:
+    import transformers
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    config_class, first_version, _ = fixture_models.VERSIONED[family]
+    reason = fixture_models.family_unavailable(family)
+    if reason is not None:
+        assert not (models / family).exists()
+        assert first_version in reason and transformers.__version__ in reason
+        assert not hasattr(transformers, config_class)
+        pytest.skip(reason)
+    assert type(AutoConfig.from_pretrained(str(models / family))).__name__ == config_class
+    model = AutoModel.from_pretrained(str(models / family)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(models / family))
+    encoded = tokenizer(SENTENCE, return_tensors="pt")
+    assert tokenizer.unk_token_id not in encoded["input_ids"][0].tolist()
+    with torch.no_grad():
+        hidden = model(**encoded).last_hidden_state
+    assert hidden.shape == (1, encoded["input_ids"].shape[1], 16)
+    assert torch.isfinite(hidden).all()
 
 
 @pytest.mark.parametrize("name", ["bert-cased", "bert-uncased"])

@@ -3,6 +3,7 @@
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, Dict, List, Optional
 
 import pytest
@@ -30,16 +31,38 @@ TEXTS = [
 Tensors = Dict[str, torch.Tensor]
 
 
+def fixture_script() -> ModuleType:
+    """`scripts/fixture_models.py`, loaded once."""
+    module = sys.modules.get("fixture_models")
+    if module is None:
+        path = REPO_ROOT / "scripts" / "fixture_models.py"
+        spec = importlib.util.spec_from_file_location("fixture_models", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["fixture_models"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _fixture_words() -> List[str]:
+    lines = (CONFIGS / "text_classification.jsonl").read_text().splitlines()
+    return sorted({word for text in TEXTS + lines for word in text.split()})
+
+
 def _generated_models(out: Path) -> Path:
     """The same fixtures, made by `scripts/fixture_models.py` when `fixtures/models` is absent."""
-    path = REPO_ROOT / "scripts" / "fixture_models.py"
-    spec = importlib.util.spec_from_file_location("fixture_models", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("fixture_models", module)
-    spec.loader.exec_module(module)
-    lines = (CONFIGS / "text_classification.jsonl").read_text().splitlines()
-    words = sorted({word for text in TEXTS + lines for word in text.split()})
-    module.make_model_fixtures(out, words)
+    fixture_script().make_model_fixtures(out, _fixture_words())
+    return out
+
+
+def _generated_versioned_families(out: Path) -> Path:
+    """
+    The fixture script's `VERSIONED` families (ModernBERT) that the installed transformers has,
+    written under `out`: `fixtures/models` is written on the locked stack, which has none.
+    """
+    script = fixture_script()
+    for family, write in script.versioned_families().items():
+        (out / family).mkdir(parents=True, exist_ok=True)
+        write(out / family, _fixture_words())
     return out
 
 

@@ -1,15 +1,17 @@
 """
 `tune_transformer` over the encoder families users bring besides BERT: RoBERTa, XLM-R,
 DeBERTa-v2 (v3 uses the same classes), ELECTRA, DistilBERT, ALBERT and MPNet, each a tiny random
-fixture with its own tokenizer (`scripts/fixture_models.py`, `FAMILIES`). Each family's layer
-groups, token types, feature cache, and one epoch of `fe` and `ft` training.
+fixture with its own tokenizer (`scripts/fixture_models.py`, `FAMILIES`), and ModernBERT where the
+installed transformers has it (>= 4.48; `VERSIONED`, built here, skipped with the reason
+elsewhere). Each family's layer groups, token types, feature cache, and one epoch of `fe` and
+`ft` training. ModernBERT's own checks are in `test_modernbert.py`.
 """
 
 import json
 import logging
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 import torch
@@ -25,7 +27,7 @@ from transformers.modeling_outputs import BaseModelOutput
 import allennlp_tune  # noqa: F401  (registers the components, sets the ext var defaults)
 from allennlp_tune.modules.token_embedders import TuneTransformerEmbedder
 
-from .conftest import REPO_ROOT, _generated_models
+from .conftest import REPO_ROOT, _generated_models, _generated_versioned_families, fixture_script
 
 # family folder -> the module path of its list of layers (ALBERT: of its shared weight groups).
 LAYER_LISTS = {
@@ -36,6 +38,7 @@ LAYER_LISTS = {
     "distilbert": "transformer.layer",
     "albert": "encoder.albert_layer_groups",
     "mpnet": "encoder.layer",
+    "modernbert": "layers",  # transformers >= 4.48
 }
 FAMILIES = sorted(LAYER_LISTS)
 
@@ -51,6 +54,19 @@ def _deberta_v2_breaks_on_this_numpy() -> bool:
     return not hasattr(numpy, "int") and "np.int)" in inspect.getsource(modeling_deberta_v2)
 
 
+def _unavailable(family: str) -> Optional[str]:
+    """Why the installed transformers has no `family` (ModernBERT before 4.48), else `None`."""
+    script = fixture_script()
+    return script.family_unavailable(family) if family in script.VERSIONED else None
+
+
+# Every family, skipped where the installed transformers lacks it.
+ALL_FAMILIES = [
+    pytest.param(family, marks=pytest.mark.skip(reason=_unavailable(family)))
+    if _unavailable(family)
+    else family
+    for family in FAMILIES
+]
 # The families whose forward pass runs on the installed stack.
 RUNNING_FAMILIES = [
     pytest.param(
@@ -62,8 +78,8 @@ RUNNING_FAMILIES = [
         ),
     )
     if family == "deberta-v2"
-    else family
-    for family in FAMILIES
+    else param
+    for family, param in zip(FAMILIES, ALL_FAMILIES)
 ]
 # Families whose model has token type embeddings to choose from (type_vocab_size > 1).
 TYPED = {"electra", "albert"}
@@ -73,11 +89,22 @@ SENTENCES = ["a charming and funny film", "the plot is thin and silly", "Two kid
 
 @pytest.fixture(scope="module")
 def family_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`fixtures/models`, or the same fixtures generated when a family's folder is missing."""
+    """
+    `fixtures/models`, or the same fixtures generated when a family's folder is missing; with
+    the `VERSIONED` families this transformers has (not committed: the locked stack cannot
+    write them) generated beside links to the committed ones.
+    """
     committed = REPO_ROOT / "fixtures" / "models"
-    if all((committed / family / "config.json").is_file() for family in FAMILIES):
+    versioned = fixture_script().versioned_families()
+    fixed = [family for family in FAMILIES if family not in fixture_script().VERSIONED]
+    if not all((committed / family / "config.json").is_file() for family in fixed):
+        return _generated_models(tmp_path_factory.mktemp("family_models"))
+    if not versioned:
         return committed
-    return _generated_models(tmp_path_factory.mktemp("family_models"))
+    out = tmp_path_factory.mktemp("family_models")
+    for family in fixed:
+        (out / family).symlink_to(committed / family, target_is_directory=True)
+    return _generated_versioned_families(out)
 
 
 def _encoder_parameters(embedder: TuneTransformerEmbedder) -> Dict[str, torch.nn.Parameter]:
@@ -98,7 +125,7 @@ def _pair_tensors(path: str) -> Dict[str, torch.Tensor]:
     return batch.as_tensor_dict()["text"]["t"]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_layer_groups_cover_every_encoder_parameter_once(family, family_models, caplog):
     path = str(family_models / family)
     with caplog.at_level(logging.INFO):
@@ -129,7 +156,7 @@ def test_layer_groups_cover_every_encoder_parameter_once(family, family_models, 
         inside = [name for name, _ in parameters if name.startswith(f"{layer_list}.{index}.")]
         assert inside, f"layer_{index} has none of {layer_list}.{index}'s parameters"
         # What sits above the layer list (DeBERTa's relative position table, MPNet's position
-        # bias) joins the top group; nothing else lands outside its layer.
+        # bias, ModernBERT's final_norm) joins the top group; nothing else lands outside its layer.
         others = sorted(set(name for name, _ in parameters) - set(inside))
         assert index == num_layers - 1 or not others, others
 

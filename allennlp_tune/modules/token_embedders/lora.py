@@ -29,6 +29,8 @@ EXTRA_TARGET_MODULES: Dict[str, List[str]] = {
     "albert": ["query", "value"],
     "distilbert": ["q_lin", "v_lin"],
     "mpnet": ["q", "v"],
+    # ModernBERT (transformers >= 4.48) projects query, key and value with one fused Linear.
+    "modernbert": ["Wqkv"],
 }
 
 

@@ -96,13 +96,15 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         matched as peft does: a module named so or ending in `.<name>`; default `null`: peft's
         default for the model type, the attention's query and value projections for BERT,
         RoBERTa, XLM-R, ELECTRA and DeBERTa-v2 (`query_proj`, `value_proj`), and allennlp-tune's
-        for ALBERT (`query`, `value`), DistilBERT (`q_lin`, `v_lin`) and MPNet (`q`, `v`)). `{}`
+        for ALBERT (`query`, `value`), DistilBERT (`q_lin`, `v_lin`), MPNet (`q`, `v`) and
+        ModernBERT (`Wqkv`, its fused query/key/value projection)). `{}`
         or `null` uses every default. The adapters are added before the layer groups are formed,
         so each LoRA matrix is in its layer's group. See `lora.py`.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
         Which hidden states are mixed: `"all"` (0 = embeddings through `num_hidden_layers`),
         `"top"` (the last layer only: no mix), or a list of indices (negative ones count from
-        the top).
+        the top). The top layer is the model's output (`last_hidden_state`, after ModernBERT's
+        `final_norm` on every transformers version).
     scalar_mix : `Dict[str, Any]`, optional (default = `None`)
         Options of the `allennlp.modules.ScalarMix` over the selected layers: `do_layer_norm`
         (default `false`), `initial_scalar_parameters` (one pre-softmax weight per selected
@@ -239,7 +241,8 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         The names and module prefixes of `layer_groups()`: `embeddings` (everything below the
         first layer) and one group per layer, from the model's list of `num_hidden_layers`
         layers (`encoder.layer` of BERT, RoBERTa, XLM-R, ELECTRA, DeBERTa, MPNet;
-        `transformer.layer` of DistilBERT). ALBERT reuses its layers' weights: one group per
+        `transformer.layer` of DistilBERT; `layers` of ModernBERT, whose `final_norm` above
+        them joins the top group). ALBERT reuses its layers' weights: one group per
         distinct set of weights (`encoder.albert_layer_groups`), so with `num_hidden_groups: 1`
         (every published ALBERT) `embeddings` and `layers_0-{n-1}`, and gradual unfreezing or
         discriminative learning rates treat the shared stack as one group.
@@ -337,8 +340,8 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             max_type_id = int(type_ids.max())
             num_types = self._number_of_token_type_embeddings()
             if max_type_id == 0 or num_types <= 1:
-                # Without token type embeddings (DistilBERT, MPNet, DeBERTa-v2/v3 with
-                # type_vocab_size 0) or with one type (RoBERTa, XLM-R), the pair's segments are
+                # Without token type embeddings (DistilBERT, MPNet, ModernBERT, DeBERTa-v2/v3
+                # with type_vocab_size 0) or with one type (RoBERTa, XLM-R), the pair's segments are
                 # marked by the separators only; the family's own tokenizer gives no or zero
                 # type ids, and AllenNLP's pair layout may give 1s. Nothing to pass.
                 type_ids = None
@@ -445,6 +448,13 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                 "Use a transformers encoder whose output has hidden_states, or sub_module to "
                 "select it."
             )
+        # The top layer is the model's output. ModernBERT applies its final_norm after the last
+        # layer, and transformers 4.48-4.5x return the un-normed state as hidden_states[-1] (5
+        # returns the output there, as every other family does): so the top group (with
+        # final_norm) trains, and "top" means the same on every version.
+        last = getattr(outputs, "last_hidden_state", None)
+        if last is not None and last.shape == hidden_states[-1].shape:
+            hidden_states = tuple(hidden_states[:-1]) + (last,)
         # Stacked along the feature axis so that AllenNLP's unfolding handles all layers at once.
         selected = torch.cat([hidden_states[index] for index in self._layers], dim=-1)
         if fold:
