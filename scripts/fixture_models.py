@@ -132,6 +132,16 @@ def wordpiece_vocab(
     return vocab
 
 
+def _wordpiece_vocab_argument(tokenizer_class, vocab_file: Path, vocab: List[str]) -> Dict:
+    """
+    How `tokenizer_class` takes its WordPiece vocabulary: `vocab_file` (transformers < 5), or
+    `vocab`, the token -> id mapping (transformers 5, which ignores a `vocab_file`).
+    """
+    if "vocab_file" in inspect.signature(tokenizer_class.__init__).parameters:
+        return {"vocab_file": str(vocab_file)}
+    return {"vocab": {token: index for index, token in enumerate(vocab)}}
+
+
 def write_bert(out_dir: Path, words: List[str], lowercase: bool) -> None:
     """Save a tiny random `BertModel` and its tokenizer to `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +149,7 @@ def write_bert(out_dir: Path, words: List[str], lowercase: bool) -> None:
     vocab_file = out_dir / "vocab.txt"
     vocab_file.write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
     tokenizer = BertTokenizerFast(
-        vocab_file=str(vocab_file),
+        **_wordpiece_vocab_argument(BertTokenizerFast, vocab_file, vocab),
         do_lower_case=lowercase,
         strip_accents=None,
         tokenize_chinese_chars=True,
@@ -300,7 +310,9 @@ def _wordpiece_tokenizer(
     vocab_file = out_dir / "vocab.txt"
     vocab_file.write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
     tokenizer = tokenizer_class(
-        vocab_file=str(vocab_file), do_lower_case=True, model_max_length=MAX_LENGTH
+        **_wordpiece_vocab_argument(tokenizer_class, vocab_file, vocab),
+        do_lower_case=True,
+        model_max_length=MAX_LENGTH,
     )
     return tokenizer, len(vocab)
 
@@ -419,8 +431,9 @@ def write_roberta(out_dir: Path, words: List[str]) -> None:
     backend = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
+    # (sep, cls) positionally: tokenizers 0.23 renamed `cls` to `cls_token`.
     backend.post_processor = processors.RobertaProcessing(
-        sep=("</s>", vocab["</s>"]), cls=("<s>", vocab["<s>"]), trim_offsets=True
+        ("</s>", vocab["</s>"]), ("<s>", vocab["<s>"]), trim_offsets=True
     )
     tokenizer = RobertaTokenizerFast(tokenizer_object=backend, model_max_length=MAX_LENGTH)
     _save_tokenizer(out_dir, tokenizer)
