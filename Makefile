@@ -1,6 +1,15 @@
 # One-command install and test for allennlp-tune. See README.md.
 PYTHON ?= python3.11
+# Which lock to install (README, "Install"): requirements/lock.txt (transformers 4.43.4, the
+# default) or requirements/lock-modern.txt (transformers 5, huggingface_hub 2), each in its own
+# venv unless VENV says otherwise: `make install LOCK=requirements/lock-modern.txt` installs
+# into .venv-modern, and every target below takes the same LOCK (and VENV).
+LOCK ?= requirements/lock.txt
+ifeq ($(LOCK),requirements/lock-modern.txt)
+VENV ?= .venv-modern
+else
 VENV ?= .venv
+endif
 BIN := $(VENV)/bin
 # pip reads requirements/lock.txt as the whole truth (--no-deps): allennlp 2.10.1's own pins
 # (torch<1.13, transformers<4.21, spacy<3.4) are stale and unsatisfiable on Python 3.11.
@@ -8,13 +17,16 @@ PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --no-dep
 
 .PHONY: install postgres test lint format fixtures check-lock clean-venv demo
 
-install: $(VENV)/.installed
+# The stamp is per lock, so that installing another lock into the same VENV reinstalls.
+STAMP := $(VENV)/.installed-$(notdir $(LOCK))
+install: $(STAMP)
 
-$(VENV)/.installed: requirements/lock.txt setup.py
+$(STAMP): $(LOCK) setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) -q -r requirements/lock.txt
+	$(PIP_INSTALL) -q -r $(LOCK)
 	$(PIP_INSTALL) -q --no-build-isolation -e .
-	$(BIN)/python scripts/check_lock.py requirements/lock.txt
+	$(BIN)/python scripts/check_lock.py $(LOCK)
+	rm -f $(VENV)/.installed*
 	touch $@
 
 # The PostgreSQL server binaries, for the test where two tune-search workers share one study
@@ -24,7 +36,7 @@ postgres:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
 check-lock: install
-	$(BIN)/python scripts/check_lock.py requirements/lock.txt
+	$(BIN)/python scripts/check_lock.py $(LOCK)
 
 fixtures: install
 	$(BIN)/python scripts/make_fixtures.py

@@ -1,4 +1,35 @@
+import os
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+# The start-up hook (allennlp_tune/compat.py, "How the fixes are applied"): one line in
+# site-packages that runs at interpreter start-up and only puts `allennlp_tune_preimport`'s
+# finder on sys.meta_path, so the fixes that must precede AllenNLP's own imports of
+# transformers / huggingface_hub act for `allennlp ...` and `python -m allennlp ...` alike.
+PTH_NAME = "allennlp_tune.pth"
+PTH_LINE = "import allennlp_tune_preimport; allennlp_tune_preimport.install()\n"
+
+
+class build_py_with_pth(build_py):
+    """Also writes `allennlp_tune.pth` at the root of what is installed, as setuptools does for
+    its own `distutils-precedence.pth`: into build_lib for a wheel or `pip install .`, and for
+    an editable install (`pip install -e .`, PEP 660), whose wheel takes build_lib's modules
+    from the source tree instead, straight into the editable wheel's root."""
+
+    def run(self):
+        super().run()
+        targets = [self.build_lib]
+        if getattr(self, "editable_mode", False):
+            targets.append(self.get_finalized_command("install").install_lib)
+        for folder in targets:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, PTH_NAME), "w", encoding="utf-8") as pth:
+                pth.write(PTH_LINE)
+
+    def get_outputs(self, include_bytecode=True):
+        return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, PTH_NAME)]
+
 
 # install_requires states what allennlp-tune really needs, and every line of it is satisfied by
 # a stock `pip install allennlp==2.10.1 allennlp-models==2.10.1` (Python 3.10: torch 1.12.1,
@@ -21,6 +52,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["allennlp_tune", "allennlp_tune.*"]),
+    py_modules=["allennlp_tune_preimport"],
+    cmdclass={"build_py": build_py_with_pth},
     # The Jsonnet library of the training configs (`cell(task, encoder, mode)`) and the shipped
     # task files: `tune-compare` imports them from the installed package.
     package_data={"allennlp_tune": ["configs/*.libsonnet", "configs/tasks/*.jsonnet"]},

@@ -1,9 +1,38 @@
-"""Fixes for running AllenNLP 2.10.1 on the pinned modern stack (torch 2.x, spaCy 3.8).
+"""Fixes for running AllenNLP 2.10.1 on a modern stack: the locked one (torch 2.x, spaCy 3.8,
+transformers 4.43, requirements/lock.txt) and today's (transformers 5, huggingface_hub 2,
+requirements/lock-modern.txt).
 
-Imported first by `allennlp_tune/__init__.py`, so `--include-package allennlp_tune` or the
-`.allennlp_plugins` file applies them before any component is built. Each fix is small, says
-what breaks without it, and has a test that fails without it: in `tests/test_compat.py`, and for
-3 and 4 in `tests/commands/test_archive_safety.py`.
+Fixes 1-4 live here and are applied when this module is imported, which `allennlp_tune/__init__.py`
+does first, so `--include-package allennlp_tune` or the `.allennlp_plugins` file applies them
+before any component is built. Fixes 5-9 must act earlier, before AllenNLP's own modules import
+`transformers` and `huggingface_hub` (or, for 9, before `allennlp` imports allennlp-models,
+which it does before any plugin): they live in the top-level module `allennlp_tune_preimport`
+and are applied by its start-up hook (below). Each fix is small, says what breaks without it,
+is a no-op where nothing is broken (a stock AllenNLP install's transformers 4.20, the locked
+4.43.4), and has a test that fails without it: in `tests/test_compat.py` (1, 2, 5-8),
+`tests/commands/test_archive_safety.py` (3, 4), `tests/test_startup_noise.py` (9) and
+`tests/test_preimport_hook.py` (the hook itself).
+
+How fixes 5-9 are applied: a `.pth` file. `pip install` (editable or not) puts
+`allennlp_tune.pth` in site-packages (setup.py's `build_py_with_pth`, as setuptools ships its
+own `distutils-precedence.pth`); its one line imports `allennlp_tune_preimport` and calls
+`install()`, which only puts a meta-path finder on `sys.meta_path`. The finder wraps the
+loading of the five modules the fixes concern (huggingface_hub, transformers,
+transformers.tokenization_utils_base, allennlp.common.cached_transformers and allennlp-models'
+narrativeqa tools) so that each fix runs just before or after that module's own code. Why a
+`.pth` file and not the alternatives:
+- an entry point (AllenNLP's plugin discovery, `.allennlp_plugins`) runs far too late: `import
+  allennlp.commands` already fails on transformers 5 / huggingface_hub 2, and `allennlp`
+  imports allennlp-models (fix 9's noise) before it reads `.allennlp_plugins`;
+- a wrapper console script would replace `allennlp`, but not `python -m allennlp` (which runs
+  `allennlp/__main__.py`) nor `import allennlp` in a user's program or a notebook;
+- `sitecustomize.py` is a single file per environment that other packages may own.
+The cost of the `.pth` for a Python program that never imports those modules is one small
+module import (`sys` and `os` only) and one finder consulted per import; set
+`ALLENNLP_TUNE_NO_PREIMPORT=1` to turn it off. Without the `.pth` (a source tree used with
+`--include-package allennlp_tune` and no install), importing this module installs the same
+finder and applies the after-import fixes to the modules already imported, which is all that
+can still be done then.
 
 1. `reduce_on_plateau`: AllenNLP passes `verbose=` to `torch.optim.lr_scheduler.ReduceLROnPlateau`,
    which torch 2.x removed, so every config using it (allennlp-models' ESIM among them) fails at
@@ -24,6 +53,23 @@ what breaks without it, and has a test that fails without it: in `tests/test_com
    `torch.load` without `weights_only`, which is safe only because torch >= 2.6 defaults to
    `weights_only=True`. We pass `weights_only=True` explicitly, so the weights file cannot run
    code whatever the default, and turn the refusal into a `ConfigurationError`.
+5. huggingface_hub >= 1.0 removed `HfFolder` and `Repository`, which `allennlp.common` imports
+   (`push_to_hf`), so `import allennlp.commands` fails. We add `HfFolder`'s token helpers and a
+   `Repository` that says, when used, that `allennlp push-to-hf` needs huggingface_hub < 1.0.
+6. transformers 5 removed `transformers.AdamW`, which `allennlp.training.optimizers` subclasses
+   at import (`huggingface_adamw`), so every `allennlp` command fails. We put it back as
+   `torch.optim.AdamW` with the old signature (`correct_bias=True` only).
+7. transformers >= 4.44: AllenNLP builds its tokenizers with `add_special_tokens=False/True`
+   as a `from_pretrained` argument, which now becomes the tokenizer's default and collides
+   with the explicit `add_special_tokens=` of its encode calls. We leave it out of the
+   construction (AllenNLP passes it at every encode call).
+8. transformers 5 removed the tokenizers' `encode_plus` and `batch_encode_plus`, which
+   AllenNLP's `PretrainedTransformerTokenizer` and allennlp-models' readers call. We add them
+   back as the `__call__` they were.
+9. `[nltk_data] Error loading punkt / wordnet` lines on every `allennlp` command offline
+   (issue 18): allennlp-models' `rc/tools/narrativeqa.py` calls `nltk.download` at import. We
+   make those calls quiet and log a failed one once, at INFO, with the reason and the command
+   that installs the data; online, the data is still downloaded.
 """
 
 import contextlib
@@ -42,9 +88,17 @@ import zlib
 from typing import Any, Iterator, List, Union
 
 import torch
-from allennlp.common.checks import ConfigurationError
-from allennlp.training.learning_rate_schedulers import LearningRateScheduler
-from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (
+
+import allennlp_tune_preimport
+
+# Fixes 5-9 (see the docstring): normally already in place through allennlp_tune.pth; without
+# it, this is what can still be done.
+allennlp_tune_preimport.install()
+allennlp_tune_preimport.apply_to_loaded()
+
+from allennlp.common.checks import ConfigurationError  # noqa: E402
+from allennlp.training.learning_rate_schedulers import LearningRateScheduler  # noqa: E402
+from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (  # noqa: E402
     _PyTorchLearningRateSchedulerWithMetricsWrapper,
 )
 

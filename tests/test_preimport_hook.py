@@ -1,0 +1,82 @@
+"""allennlp-tune's start-up hook: `allennlp_tune.pth`, installed with the package, which puts
+`allennlp_tune_preimport`'s finder on `sys.meta_path` (allennlp_tune/compat.py, fixes 5-9)."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_python(*args: str, **environment: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args],
+        env=dict(os.environ, **environment),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_pth_file_is_installed_in_this_environment():
+    pth = Path(sysconfig.get_paths()["purelib"]) / "allennlp_tune.pth"
+    assert pth.is_file(), "allennlp_tune.pth is missing: reinstall (pip install --no-deps -e .)"
+    assert pth.read_text().strip() == (
+        "import allennlp_tune_preimport; allennlp_tune_preimport.install()"
+    )
+
+
+def test_every_interpreter_gets_the_finder_and_nothing_heavy():
+    script = (
+        "import sys\n"
+        "print(any(getattr(f, '_allennlp_tune_preimport', False) for f in sys.meta_path))\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'allennlp', 'huggingface_hub', "
+        "'nltk', 'allennlp_tune') if m in sys.modules))"
+    )
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["True", "[]"]
+    off = run_python("-c", script, ALLENNLP_TUNE_NO_PREIMPORT="1")
+    assert off.stdout.split("\n")[0] == "False"
+
+
+def test_python_dash_m_allennlp_runs():
+    # `python -m allennlp` runs allennlp/__main__.py, which no console-script wrapper covers.
+    result = run_python("-m", "allennlp", "--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "tune-grid" in result.stdout  # and the plugin's subcommands are there
+
+
+def test_importing_the_plugin_first_works_without_the_pth():
+    # A source tree without the .pth: `import allennlp_tune` (--include-package) installs the
+    # finder itself before AllenNLP is imported.
+    script = (
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path\n"
+        "                    if not getattr(f, '_allennlp_tune_preimport', False)]\n"
+        "import allennlp_tune, allennlp.commands\n"
+        "print(any(getattr(f, '_allennlp_tune_preimport', False) for f in sys.meta_path))"
+    )
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("True")
+
+
+def test_a_wheel_carries_the_pth_and_the_hook_module(tmp_path):
+    # A non-editable install (`pip install .`, a wheel) puts both at the root of site-packages.
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "--disable-pip-version-check", "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    [wheel] = tmp_path.glob("allennlp_tune-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "allennlp_tune.pth" in names
+    assert "allennlp_tune_preimport.py" in names
+    record = next(n for n in names if n.endswith(".dist-info/RECORD"))
+    assert "allennlp_tune.pth," in zipfile.ZipFile(wheel).read(record).decode()
