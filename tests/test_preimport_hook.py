@@ -2,6 +2,7 @@
 `allennlp_tune_preimport`'s finder on `sys.meta_path` (allennlp_tune/compat.py, fixes 5-9)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -68,9 +69,15 @@ def test_importing_the_plugin_first_works_without_the_pth():
 
 def test_a_wheel_carries_the_pth_and_the_hook_module(tmp_path):
     # A non-editable install (`pip install .`, a wheel) puts both at the root of site-packages.
+    # Built from a copy of the sources, so that setuptools' build/ folder stays out of the repo.
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(REPO / "allennlp_tune", source / "allennlp_tune", ignore=ignore)
+    for name in ("setup.py", "pyproject.toml", "README.md", "allennlp_tune_preimport.py"):
+        shutil.copy(REPO / name, source / name)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "--disable-pip-version-check", "-w", str(tmp_path), str(REPO)],
+         "--disable-pip-version-check", "-w", str(tmp_path), str(source)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
