@@ -323,3 +323,38 @@ def test_png_is_written_with_a_sane_aspect_ratio(grid, report_json, tmp_path):
     assert (tmp_path / "plain.png").stat().st_size > 10_000
     render_png({"rows": []}, tmp_path / "empty.png")
     assert (tmp_path / "empty.png").is_file()
+
+
+@pytest.mark.parametrize(
+    "seconds, expected",
+    [
+        # Within one decade (SICK-R's runs): matplotlib's default labels every minor tick
+        # (2x10^2, 3x10^2, 4x10^2, 6x10^2) and they overlap; ours label 1-2-5 only.
+        ((240.0, 330.0, 600.0), ["100", "200", "500", "1k"]),
+        # Over more than 2.5 decades (trainable parameters: BitFit to full fine-tuning), 1-2-5
+        # would be 11 labels in a narrow panel: the powers of ten only.
+        ((26_000.0, 75_000.0, 4_500_000.0, 22_600_000.0), ["100k", "1M", "10M"]),
+    ],
+)  # fmt: skip
+def test_frontier_log_axis_labels_are_short_and_only_on_1_2_5(seconds, expected):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from allennlp_tune.results.html_report import draw_frontier
+
+    points = [
+        {"mode": f"m{i}", "score": 80.0 + i, "std": 0.0, "seconds": value}
+        for i, value in enumerate(seconds)
+    ]
+    figure = Figure()
+    axes = figure.add_subplot()
+    draw_frontier(axes, points, "seconds")
+    FigureCanvasAgg(figure).draw()
+    low, high = axes.get_xlim()
+    major = [
+        label.get_text()
+        for tick, label in zip(axes.get_xticks(), axes.get_xticklabels())
+        if low <= tick <= high
+    ]
+    assert major == expected
+    assert all(label.get_text() == "" for label in axes.xaxis.get_ticklabels(minor=True))
