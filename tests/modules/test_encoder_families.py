@@ -363,3 +363,30 @@ def test_albert_trains_under_gradual_unfreezing(family_models, tmp_path, monkeyp
         ["embeddings", "layers_0-2"],
     ]
     assert json.loads((out / "metrics.json").read_text())["epoch"] == 2
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "electra"])
+def test_whether_type_ids_reach_the_model_is_decided_by_its_config(
+    family, family_models, monkeypatch
+):
+    # Issue #20: the choice used to read type_ids.max() from the device on every batch. Now a
+    # model without types never reads the ids, and one with types gets them unread off the CPU.
+    path = str(family_models / family)
+    tensors = _pair_tensors(path)
+    embedder = TuneTransformerEmbedder(path, layers="top").eval()
+    given = []
+    original = type(embedder.transformer_model).forward
+
+    def recording(model, *args, **kwargs):
+        given.append(kwargs.get("token_type_ids"))
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(type(embedder.transformer_model), "forward", recording)
+    reads = []
+    monkeypatch.setattr(torch.Tensor, "max", lambda *a, **k: reads.append(a) or a[0].amax())
+    with torch.no_grad():
+        embedder(**tensors)
+    if family in TYPED:
+        assert given[0] is tensors["type_ids"] and len(reads) == 1  # checked on the CPU
+    else:
+        assert given == [None] and reads == []

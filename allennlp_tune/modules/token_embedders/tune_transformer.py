@@ -337,20 +337,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         """
         self._check_folding_inputs(mask, segment_concat_mask)
         if type_ids is not None:
-            max_type_id = int(type_ids.max())
-            num_types = self._number_of_token_type_embeddings()
-            if max_type_id == 0 or num_types <= 1:
-                # Without token type embeddings (DistilBERT, MPNet, ModernBERT, DeBERTa-v2/v3
-                # with type_vocab_size 0) or with one type (RoBERTa, XLM-R), the pair's segments are
-                # marked by the separators only; the family's own tokenizer gives no or zero
-                # type ids, and AllenNLP's pair layout may give 1s. Nothing to pass.
-                type_ids = None
-            elif max_type_id >= num_types:
-                raise ConfigurationError(
-                    f"{self._owner}: the input has token type id {max_type_id}, but "
-                    f"{type(self.transformer_model).__name__} has {num_types} token types "
-                    "(type_vocab_size); use the tokenizer and indexer of the same model_name."
-                )
+            type_ids = self._usable_type_ids(type_ids)
         if self.uses_feature_cache:
             embeddings = self._mixed_from_cache(token_ids, mask, type_ids, segment_concat_mask)
         else:
@@ -358,6 +345,39 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                 layers = self._layer_outputs(token_ids, mask, type_ids, segment_concat_mask)
             embeddings = self._mix_layers(layers, mask)
         return self._dropout(embeddings)
+
+    def _usable_type_ids(self, type_ids: torch.LongTensor) -> Optional[torch.LongTensor]:
+        """
+        The type ids to give the model, decided by its configuration rather than by the values,
+        so that no step waits for the device to read them.
+
+        Without token type embeddings (DistilBERT, MPNet, ModernBERT, DeBERTa-v2/v3 with
+        type_vocab_size 0) or with one type (RoBERTa, XLM-R), the pair's segments are marked by
+        the separators only; the family's own tokenizer gives no or zero type ids, and
+        AllenNLP's pair layout may give 1s: nothing is passed. Otherwise they are passed (all
+        zeros are the model's own default). An id beyond the model's types is a
+        `ConfigurationError` when the ids are on the CPU, and an asynchronous device assertion
+        with the same message elsewhere (checking it on the host would wait for the device).
+
+        # Parameters
+
+        type_ids : `torch.LongTensor`
+            Shape: `(batch_size, num_segment_concat_wordpieces)`.
+        """
+        num_types = self._number_of_token_type_embeddings()
+        if num_types <= 1:
+            return None
+        found = int(type_ids.max()) if type_ids.device.type == "cpu" else f"{num_types} or more"
+        message = (
+            f"{self._owner}: the input has token type id {found}, but "
+            f"{type(self.transformer_model).__name__} has {num_types} token types "
+            "(type_vocab_size); use the tokenizer and indexer of the same model_name."
+        )
+        if type_ids.device.type != "cpu":
+            torch._assert_async(type_ids.max() < num_types, message)
+        elif found >= num_types:
+            raise ConfigurationError(message)
+        return type_ids
 
     def _check_folding_inputs(
         self, mask: torch.BoolTensor, segment_concat_mask: Optional[torch.BoolTensor]
@@ -401,11 +421,16 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         inner = (mask.sum(-1) - added).clamp_min(0)
         per_segment = self._max_length - added
         expected = inner + (inner + per_segment - 1).div(per_segment, rounding_mode="floor") * added
-        if not torch.equal(expected, segment_concat_mask.sum(-1).to(expected.dtype)):
-            raise ConfigurationError(
-                f"{self._owner}.max_length is {self._max_length}, but the {indexer} indexer split "
-                "the input with another max_length. Set the same max_length on both."
-            )
+        message = (
+            f"{self._owner}.max_length is {self._max_length}, but the {indexer} indexer split "
+            "the input with another max_length. Set the same max_length on both."
+        )
+        # Shape: ()
+        same = (expected == segment_concat_mask.sum(-1).to(expected.dtype)).all()
+        if mask.device.type != "cpu":  # reading it on the host would wait for the device
+            torch._assert_async(same, message)
+        elif not same:
+            raise ConfigurationError(message)
 
     def _layer_outputs(
         self,

@@ -1,4 +1,5 @@
-from typing import Optional
+import math
+from typing import List, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -17,13 +18,26 @@ class MatthewsCorrelation(Metric):
     is zero (all predictions, or all gold labels, in one class) the value is 0, as in
     scikit-learn's `matthews_corrcoef`.
 
+    A batch adds to the confusion matrix where the predictions are (a GPU when training on one)
+    without waiting for the device: masked items are weighted 0 rather than selected, and a gold
+    label outside `0..num_classes - 1` is counted in a spare cell rather than checked. The matrix
+    is copied to the host once per `get_metric` (`confusion_matrix()`), which also raises the
+    `ConfigurationError` for such labels.
+
     Registered as a `Metric` with name "matthews_correlation".
+
+    ```jsonnet
+    {"type": "matthews_correlation"}
+    ```
     """
 
     supports_distributed = True
 
     def __init__(self) -> None:
-        self._confusion: Optional[torch.Tensor] = None
+        # Shape: (num_classes ** 2 + 1,): row-major gold x predicted counts, then the number of
+        # unmasked gold labels outside the classes. On the predictions' device.
+        self._counts: Optional[torch.Tensor] = None
+        self._num_classes = 0
 
     def __call__(
         self,
@@ -48,40 +62,62 @@ class MatthewsCorrelation(Metric):
                 "MatthewsCorrelation: gold_labels must have one dimension less than predictions, "
                 f"got {tuple(gold_labels.shape)} and {tuple(predictions.shape)}."
             )
+        if self._counts is not None and num_classes != self._num_classes:
+            raise ConfigurationError(
+                f"MatthewsCorrelation: predictions over {num_classes} classes after batches "
+                f"over {self._num_classes}; reset() between tasks."
+            )
+        # Shape: (num_items,)
         predicted = predictions.argmax(-1).reshape(-1)
         gold = gold_labels.reshape(-1).long()
-        if mask is not None:
-            keep = mask.reshape(-1).bool()
-            predicted, gold = predicted[keep], gold[keep]
-        if (gold >= num_classes).any() or (gold < 0).any():
-            raise ConfigurationError(
-                f"MatthewsCorrelation: a gold label is outside 0..{num_classes - 1}."
-            )
-        confusion = torch.bincount(gold * num_classes + predicted, minlength=num_classes**2)
-        confusion = dist_reduce_sum(confusion.view(num_classes, num_classes).double())
-        if self._confusion is None:
-            self._confusion = confusion.cpu()
+        weights = (
+            torch.ones_like(gold) if mask is None else mask.reshape(-1).to(device=gold.device)
+        ).long()
+        in_range = (gold >= 0) & (gold < num_classes)
+        cells = torch.where(in_range, gold * num_classes + predicted, num_classes**2)
+        counts = torch.zeros(num_classes**2 + 1, dtype=torch.long, device=gold.device)
+        counts = dist_reduce_sum(counts.scatter_add_(0, cells, weights))
+        if self._counts is None:
+            self._counts, self._num_classes = counts, num_classes
         else:
-            self._confusion += confusion.cpu()
+            self._counts += counts
+
+    def confusion_matrix(self) -> List[List[int]]:
+        """
+        The accumulated counts on the host, rows gold classes and columns predicted ones (`[]`
+        before any batch): the one device synchronisation of a `get_metric`.
+        """
+        if self._counts is None:
+            return []
+        counts = self._counts.tolist()
+        if counts[-1]:
+            raise ConfigurationError(
+                f"MatthewsCorrelation: {counts[-1]} gold label(s) outside "
+                f"0..{self._num_classes - 1}."
+            )
+        size = self._num_classes
+        return [counts[row * size : (row + 1) * size] for row in range(size)]
 
     def get_metric(self, reset: bool = False) -> float:
-        if self._confusion is None:
-            value = 0.0
-        else:
-            # Rows are gold classes, columns predicted classes.
-            confusion = self._confusion
-            total = confusion.sum()
-            correct = confusion.trace()
-            gold_counts = confusion.sum(dim=1)
-            predicted_counts = confusion.sum(dim=0)
-            numerator = correct * total - (predicted_counts * gold_counts).sum()
-            denominator = torch.sqrt(
-                (total**2 - (predicted_counts**2).sum()) * (total**2 - (gold_counts**2).sum())
-            )
-            value = 0.0 if denominator == 0 else float(numerator / denominator)
+        value = matthews_correlation(self.confusion_matrix())
         if reset:
             self.reset()
         return value
 
     def reset(self) -> None:
-        self._confusion = None
+        self._counts = None
+        self._num_classes = 0
+
+
+def matthews_correlation(confusion: List[List[int]]) -> float:
+    """The multi-class MCC of a confusion matrix (rows gold, columns predicted); 0 if undefined."""
+    total = sum(map(sum, confusion))
+    correct = sum(confusion[index][index] for index in range(len(confusion)))
+    gold_counts = [sum(row) for row in confusion]
+    predicted_counts = [sum(column) for column in zip(*confusion)]
+    numerator = correct * total - sum(p * g for p, g in zip(predicted_counts, gold_counts))
+    # Python integers: exact however many items, so a zero denominator is exactly zero.
+    squared = (total**2 - sum(p * p for p in predicted_counts)) * (
+        total**2 - sum(g * g for g in gold_counts)
+    )
+    return 0.0 if squared == 0 else numerator / math.sqrt(squared)

@@ -12,21 +12,22 @@ Not registered: each model builds one of these from its own constructor argument
 
 import math
 import warnings
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 from allennlp.nn.util import dist_reduce_sum
-from allennlp.training.metrics import (
-    CategoricalAccuracy,
-    F1Measure,
-    PearsonCorrelation,
-    SpearmanCorrelation,
-)
+from allennlp.training.metrics import PearsonCorrelation, SpearmanCorrelation
 from allennlp.training.metrics.metric import Metric
 
-from allennlp_tune.training.metrics.matthews_correlation import MatthewsCorrelation
+from allennlp_tune.training.metrics.matthews_correlation import (
+    MatthewsCorrelation,
+    matthews_correlation,
+)
+
+# The label of items to leave out: `torch.nn.CrossEntropyLoss`'s default `ignore_index`.
+IGNORE_INDEX = -100
 
 
 def check_labels(vocab: Vocabulary, label_namespace: str, owner: str) -> int:
@@ -45,6 +46,12 @@ class ClassificationMetrics(Metric):
     """
     `accuracy`, `mcc`, and with `positive_label` also `precision`, `recall` and `f1` of it.
 
+    All of them come from one confusion matrix (`MatthewsCorrelation`'s), which a batch updates
+    on the device without synchronising; `get_metric` copies it to the host once. The values are
+    those of AllenNLP's `CategoricalAccuracy` and `F1Measure` (0 where undefined). Items whose
+    gold label is -100 (`IGNORE_INDEX`, the `torch.nn.CrossEntropyLoss` default: the padding
+    rows of the `static_shapes` collator) are left out, as they are of the loss.
+
     # Parameters
 
     vocab : `Vocabulary`
@@ -59,9 +66,8 @@ class ClassificationMetrics(Metric):
         label_namespace: str = "labels",
         positive_label: Optional[str] = None,
     ) -> None:
-        self._accuracy = CategoricalAccuracy()
-        self._mcc = MatthewsCorrelation()
-        self._f1: Optional[F1Measure] = None
+        self._confusion = MatthewsCorrelation()
+        self._positive_index: Optional[int] = None
         if positive_label is not None:
             labels = vocab.get_token_to_index_vocabulary(label_namespace)
             if positive_label not in labels:
@@ -70,28 +76,60 @@ class ClassificationMetrics(Metric):
                     f"data (namespace {label_namespace!r} holds {sorted(labels)}). Use one of "
                     'those, e.g. "1" (paraphrase) for MRPC, or remove positive_label.'
                 )
-            self._f1 = F1Measure(labels[positive_label])
+            self._positive_index = labels[positive_label]
 
-    def __call__(self, logits: torch.Tensor, labels: torch.Tensor, mask=None) -> None:
+    def __call__(
+        self,
+        logits: torch.Tensor,
+        labels: torch.Tensor,
+        mask: Optional[torch.BoolTensor] = None,
+    ) -> None:
+        """
+        # Parameters
+
+        logits : `torch.Tensor`
+            Shape: `(batch_size, num_labels)`.
+        labels : `torch.Tensor`
+            Shape: `(batch_size,)` (or anything with `batch_size` elements).
+        mask : `torch.BoolTensor`, optional
+            Shape: as `labels`.
+        """
+        # Shape: (batch_size,)
         labels = labels.long().view(-1)
-        self._accuracy(logits, labels)
-        self._mcc(logits, labels)
-        if self._f1 is not None:
-            self._f1(logits, labels)
+        keep = labels != IGNORE_INDEX
+        if mask is not None:
+            keep = keep & mask.view(-1).bool()
+        self._confusion(logits, labels, keep)
 
     def get_metric(self, reset: bool = False) -> Dict[str, float]:
+        confusion = self._confusion.confusion_matrix()
+        total = sum(map(sum, confusion))
+        correct = sum(confusion[index][index] for index in range(len(confusion)))
         metrics = {
-            "accuracy": self._accuracy.get_metric(reset),
-            "mcc": self._mcc.get_metric(reset),
+            "accuracy": correct / total if total else 0.0,
+            "mcc": matthews_correlation(confusion),
         }
-        if self._f1 is not None:
-            metrics.update(self._f1.get_metric(reset))
+        if self._positive_index is not None:
+            metrics.update(_f1_of(confusion, self._positive_index))
+        if reset:
+            self.reset()
         return metrics
 
     def reset(self) -> None:
-        for metric in (self._accuracy, self._mcc, self._f1):
-            if metric is not None:
-                metric.reset()
+        self._confusion.reset()
+
+
+def _f1_of(confusion: List[List[int]], label: int) -> Dict[str, float]:
+    """Precision, recall and F1 of one label, as AllenNLP's `F1Measure` gives them."""
+    if label >= len(confusion):  # no batch yet (or the label is beyond the logits)
+        return {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    true_positives = confusion[label][label]
+    predicted = sum(row[label] for row in confusion)
+    gold = sum(confusion[label])
+    precision = true_positives / predicted if predicted else 0.0
+    recall = true_positives / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
 
 
 class RegressionMetrics(Metric):
@@ -114,18 +152,25 @@ class RegressionMetrics(Metric):
         labels = labels.detach().float().view(-1)
         self._pearson(scores, labels)
         self._spearman(scores, labels)
-        self._squared_error += float(dist_reduce_sum(((scores - labels) ** 2).sum()))
-        self._count += int(dist_reduce_sum(torch.tensor(labels.numel(), device=labels.device)))
+        # Tensors on the device, read at get_metric: no synchronisation per batch.
+        self._squared_error = self._squared_error + dist_reduce_sum(
+            ((scores.double() - labels.double()) ** 2).sum()
+        )
+        # torch.full is a fill on the device, where torch.tensor would copy from the host.
+        self._count = self._count + dist_reduce_sum(
+            torch.full((), labels.numel(), dtype=torch.long, device=labels.device)
+        )
 
     def get_metric(self, reset: bool = False) -> Dict[str, float]:
         with warnings.catch_warnings():
             # scipy warns on constant input; the NaN it returns is reported as 0 below.
             warnings.simplefilter("ignore")
             spearman = float(self._spearman.get_metric(reset))
+        count = int(self._count)
         metrics = {
             "pearson": float(self._pearson.get_metric(reset)),
             "spearman": spearman,
-            "mse": self._squared_error / self._count if self._count else 0.0,
+            "mse": float(self._squared_error) / count if count else 0.0,
         }
         if reset:
             self.reset()
