@@ -1,1 +1,1 @@
-from allennlp_tune.training import callbacks, ddp_accelerator, optimizers  # noqa: F401
+from allennlp_tune.training import callbacks, ddp_accelerator, optimizers, tune_trainer  # noqa: F401
