@@ -4,7 +4,7 @@
 Loaded by the one line of `allennlp_tune.pth`, which pip puts in site-packages with the package
 (editable or not), so it runs at every interpreter start in that environment: `allennlp ...`,
 `python -m allennlp ...`, `python -c "import allennlp"` and the test suite alike. It therefore
-imports nothing but `sys` and `importlib` at start-up, and only puts a finder on
+imports nothing at start-up but `sys` and `os` (both loaded already), and only puts a finder on
 `sys.meta_path` that waits for the few modules below: a Python program that never imports them
 pays nothing else. When one of them is imported, the finder lets the normal finders locate it
 and wraps that module's `exec_module`, so the fix runs just before or just after the module's
@@ -37,7 +37,9 @@ def _patch_huggingface_hub(hub) -> None:
     `from huggingface_hub import HfApi, HfFolder, Repository`; huggingface_hub 1.0 removed
     `HfFolder` and `Repository` (the git-based repository class), so `import allennlp.commands`
     fails. We add a small `HfFolder` (the token helpers) and a `Repository` that explains, when
-    used, that `allennlp push-to-hf` needs huggingface_hub < 1.0."""
+    used, that `allennlp push-to-hf` cannot work here. (It does not work on huggingface_hub 0.36
+    of requirements/lock.txt either: it calls `HfApi.create_repo(name=, organization=)`, which
+    huggingface_hub removed long before 1.0.)"""
     if not hasattr(hub, "HfFolder"):
 
         class HfFolder:
@@ -67,9 +69,9 @@ def _patch_huggingface_hub(hub) -> None:
             def __init__(self, *args, **kwargs):
                 raise RuntimeError(
                     f"huggingface_hub {getattr(hub, '__version__', '?')} has no `Repository` "
-                    "(removed in 1.0), which `allennlp push-to-hf` uses. Upload the archive "
-                    "with `hf upload <repo_id> <serialization_dir>` instead, or use the locked "
-                    "stack (requirements/lock.txt, huggingface_hub 0.36)."
+                    "(removed in 1.0), which `allennlp push-to-hf` uses. Upload the "
+                    "serialization directory with `hf upload <repo_id> <serialization_dir>` "
+                    "instead."
                 )
 
         hub.Repository = Repository
@@ -139,11 +141,10 @@ def _patch_cached_transformers(cached_transformers) -> None:
     """AllenNLP's `PretrainedTransformerTokenizer` builds its tokenizers with
     `cached_transformers.get_tokenizer(name, add_special_tokens=False / True)`, which passes the
     flag to `AutoTokenizer.from_pretrained`. Before transformers 4.44 it was stored and ignored;
-    since then it becomes the tokenizer's default and collides with the explicit
-    `add_special_tokens=` of every encode call ("got multiple values for keyword argument
-    'add_special_tokens'"), so every reader with a transformer tokenizer fails. AllenNLP passes
-    the flag explicitly wherever it encodes, so we drop it from the construction (the cache key
-    keeps it, as before)."""
+    since then the tokenizer refuses it ("add_special_tokens conflicts with the method
+    add_special_tokens in BertTokenizer"), so every reader with a transformer tokenizer fails.
+    AllenNLP passes the flag explicitly wherever it encodes, so we drop it from the
+    construction (the cache key keeps it, as before)."""
     original = cached_transformers.get_tokenizer
     if getattr(original, "_allennlp_tune_shim", False):
         return

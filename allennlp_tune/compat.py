@@ -55,17 +55,21 @@ can still be done then.
    code whatever the default, and turn the refusal into a `ConfigurationError`.
 5. huggingface_hub >= 1.0 removed `HfFolder` and `Repository`, which `allennlp.common` imports
    (`push_to_hf`), so `import allennlp.commands` fails. We add `HfFolder`'s token helpers and a
-   `Repository` that says, when used, that `allennlp push-to-hf` needs huggingface_hub < 1.0.
+   `Repository` that says, when used, to upload with `hf upload` (`allennlp push-to-hf` fails
+   on the huggingface_hub 0.36 of lock.txt as well: its `create_repo(name=...)` is long gone).
 6. transformers 5 removed `transformers.AdamW`, which `allennlp.training.optimizers` subclasses
    at import (`huggingface_adamw`), so every `allennlp` command fails. We put it back as
    `torch.optim.AdamW` with the old signature (`correct_bias=True` only).
 7. transformers >= 4.44: AllenNLP builds its tokenizers with `add_special_tokens=False/True`
-   as a `from_pretrained` argument, which now becomes the tokenizer's default and collides
-   with the explicit `add_special_tokens=` of its encode calls. We leave it out of the
-   construction (AllenNLP passes it at every encode call).
+   as a `from_pretrained` argument, which transformers now refuses ("add_special_tokens
+   conflicts with the method add_special_tokens in BertTokenizer"), so every transformer
+   tokenizer fails to build. We leave it out of the construction (AllenNLP passes it at every
+   encode call).
 8. transformers 5 removed the tokenizers' `encode_plus` and `batch_encode_plus`, which
-   AllenNLP's `PretrainedTransformerTokenizer` and allennlp-models' readers call. We add them
-   back as the `__call__` they were.
+   AllenNLP's `PretrainedTransformerTokenizer` and allennlp-models' readers call, and the fast
+   tokenizers' `build_inputs_with_special_tokens`, which `PretrainedTransformerIndexer` calls
+   to fold inputs longer than `max_length`. We add them back (the first two as the `__call__`
+   they were, the third from the special tokens the backend's post-processor adds).
 9. `[nltk_data] Error loading punkt / wordnet` lines on every `allennlp` command offline
    (issue 18): allennlp-models' `rc/tools/narrativeqa.py` calls `nltk.download` at import. We
    make those calls quiet and log a failed one once, at INFO, with the reason and the command

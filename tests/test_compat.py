@@ -118,8 +118,8 @@ def test_huggingface_adamw_builds_and_steps():  # fix 6
 
 
 def test_pretrained_transformer_tokenizer_tokenizes():  # fixes 7 and 8
-    # Without fix 7 (transformers >= 4.44): "got multiple values for keyword argument
-    # 'add_special_tokens'"; without fix 8 (transformers 5): no attribute `encode_plus`.
+    # Without fix 7 (transformers >= 4.44): "add_special_tokens conflicts with the method
+    # add_special_tokens in BertTokenizer"; without fix 8 (transformers 5): no `encode_plus`.
     tokenizer = PretrainedTransformerTokenizer(BERT)
     tokens = tokenizer.tokenize("a charming film")
     assert [t.text for t in tokens][0] == "[CLS]" and tokens[-1].text == "[SEP]"
