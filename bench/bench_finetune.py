@@ -9,6 +9,13 @@ number of steps (one epoch). Target: ours at >= 1.3x the examples per second.
     .venv/bin/python bench/bench_finetune.py [--pairs 640] [--batch-size 32] [--repeats 2]
     .venv/bin/python bench/bench_finetune.py --memory    # peak RSS of each side, own process
     .venv/bin/python bench/bench_finetune.py --profile   # where our epoch's time goes
+    .venv/bin/python bench/bench_finetune.py --device cuda [--fast]   # on a GPU (issue #20)
+
+`--device cuda` runs both sides on the GPU, in this one process (the clock of the baseline stops
+after a `torch.cuda.synchronize()`). `--fast` gives both sides the issue #20 switches: ours
+`tune_gradient_descent` (bf16 autocast, `compile: {"mode": "reduce-overhead"}`), the
+`static_shapes` collator (rows = batch size, lengths to multiples of 8) and `tune_adamw` with
+`fused`; the baseline bf16 autocast and a fused AdamW.
 
 Ours is timed by the trainer (`training_duration` in metrics.json: the epoch plus saving the
 best weights; no validation); the baseline by the wall clock of its loop. Both load their model
@@ -52,7 +59,9 @@ def sick_pairs(data_dir: str, count: int) -> List[Tuple[str, str, int]]:
     return pairs
 
 
-def ours(model: str, data_dir: str, pairs: int, batch_size: int) -> float:
+def ours(
+    model: str, data_dir: str, pairs: int, batch_size: int, device: str = "cpu", fast: bool = False
+) -> float:
     """Seconds for one training epoch of `allennlp train` on the config, in this process."""
     from allennlp.commands.train import train_model
     from allennlp.common import Params
@@ -66,6 +75,15 @@ def ours(model: str, data_dir: str, pairs: int, batch_size: int) -> float:
     params = Params.from_file("training_config/sick_e_bert_ft.jsonnet").as_dict()
     params.pop("validation_data_path")
     params.pop("validation_dataset_reader")
+    trainer = params["trainer"]
+    if device == "cuda":
+        trainer["cuda_device"] = 0
+    if fast:
+        trainer.update(type="tune_gradient_descent", autocast="bfloat16")
+        if device == "cuda":
+            trainer["compile"] = {"mode": "reduce-overhead"}
+        trainer["optimizer"] = fused_optimizer(trainer["optimizer"])
+        params["data_loader"]["collate_fn"] = {"type": "static_shapes", "rows": batch_size}
     # The run (about 350 MB of checkpoints and archive for MiniLM) goes with the timing.
     with tempfile.TemporaryDirectory(prefix="bench_finetune_") as out:
         train_model(Params(params), os.path.join(out, "run"))
@@ -74,13 +92,33 @@ def ours(model: str, data_dir: str, pairs: int, batch_size: int) -> float:
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-def baseline(model: str, data: List[Tuple[str, str, int]], batch_size: int) -> float:
+def fused_optimizer(optimizer: dict) -> dict:
+    """The config's optimizer with its AdamW as `tune_adamw` with `fused`."""
+    optimizer = dict(optimizer)
+    if optimizer.get("type") == "discriminative":
+        optimizer["optimizer"] = fused_optimizer(optimizer["optimizer"])
+    elif optimizer.get("type") in ("adamw", "huggingface_adamw"):
+        optimizer.update(type="tune_adamw", fused=True)
+        optimizer.pop("correct_bias", None)
+    return optimizer
+
+
+def baseline(
+    model: str,
+    data: List[Tuple[str, str, int]],
+    batch_size: int,
+    device: str = "cpu",
+    fast: bool = False,
+) -> float:
     """Seconds for the same epoch as a user's plain transformers loop."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model)
-    network = AutoModelForSequenceClassification.from_pretrained(model, num_labels=3).train()
-    optimizer = torch.optim.AdamW(network.parameters(), lr=2e-5, weight_decay=0.01)
+    network = AutoModelForSequenceClassification.from_pretrained(model, num_labels=3)
+    network = network.to(device).train()
+    optimizer = torch.optim.AdamW(
+        network.parameters(), lr=2e-5, weight_decay=0.01, fused=True if fast else None
+    )
     encoded = tokenizer([a for a, _, _ in data], [b for _, b, _ in data], truncation=True,
                         max_length=512)  # fmt: skip
     rows = [
@@ -95,13 +133,18 @@ def baseline(model: str, data: List[Tuple[str, str, int]], batch_size: int) -> f
         return tokenizer.pad(batch, return_tensors="pt")
 
     loader = torch.utils.data.DataLoader(rows, batch_size=batch_size, shuffle=True, collate_fn=pad)
+    autocast = torch.autocast(device, dtype=torch.bfloat16, enabled=fast)
     start = time.perf_counter()
     for batch in loader:
-        loss = network(**batch).loss
+        batch = {name: tensor.to(device, non_blocking=True) for name, tensor in batch.items()}
+        with autocast:
+            loss = network(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(network.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad()
+    if device == "cuda":
+        torch.cuda.synchronize()
     return time.perf_counter() - start
 
 
@@ -160,6 +203,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--memory", action="store_true", help="peak RSS of each side instead")
     parser.add_argument("--profile", action="store_true", help="profile one epoch of ours")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--fast", action="store_true", help="the issue #20 switches, both sides")
     args = parser.parse_args()
     from allennlp_tune.data.paths import data_dir
 
@@ -182,13 +227,14 @@ def main() -> None:
     torch.manual_seed(0)
     ours_times, baseline_times = [], []
     for _ in range(args.repeats):
-        baseline_times.append(baseline(model, pairs, args.batch_size))
-        ours_times.append(ours(model, data, args.pairs, args.batch_size))
+        baseline_times.append(baseline(model, pairs, args.batch_size, args.device, args.fast))
+        ours_times.append(ours(model, data, args.pairs, args.batch_size, args.device, args.fast))
     ours_rate = args.pairs / statistics.median(ours_times)
     baseline_rate = args.pairs / statistics.median(baseline_times)
     ratio = ours_rate / baseline_rate
     print(f"all-MiniLM-L6-v2 fine-tuning on {args.pairs} SICK-E pairs, batch {args.batch_size}, "
-          f"{torch.get_num_threads()} threads, median of {args.repeats}:")  # fmt: skip
+          f"{torch.get_num_threads()} threads, {args.device}{' --fast' if args.fast else ''}, "
+          f"median of {args.repeats}:")  # fmt: skip
     print(f"  plain transformers loop: {baseline_rate:.1f} pairs/s {baseline_times}")
     print(f"  allennlp train (ours):   {ours_rate:.1f} pairs/s {ours_times}")
     verdict = "ok" if ratio >= TARGET else "BELOW TARGET"
