@@ -253,7 +253,7 @@ class _QuietNltkDownload:
     call prints `[nltk_data] Error loading ...` lines (even with `quiet=True`) on every
     `allennlp` command, because `allennlp` imports every allennlp-models module at start-up.
     We make the calls quiet and, when one fails, log it once through the logging module
-    (at INFO: the data is needed only by that module's functions, which then fail on their own
+    (at DEBUG: the data is needed only by that module's functions, which then fail on their own
     with nltk's message). Online, the data is still downloaded, as before."""
 
     def __enter__(self):
@@ -276,7 +276,7 @@ class _QuietNltkDownload:
                 done = self._original(info_or_id, *args, **kwargs)
             if not done:
                 text = " ".join(printed.getvalue().replace("[nltk_data]", " ").split())
-                logging.getLogger("allennlp_tune.compat").info(
+                logging.getLogger("allennlp_tune.compat").debug(
                     _NLTK_NOTICE, info_or_id, text or "download failed", info_or_id
                 )
             return done

@@ -72,8 +72,10 @@ can still be done then.
    they were, the third from the special tokens the backend's post-processor adds).
 9. `[nltk_data] Error loading punkt / wordnet` lines on every `allennlp` command offline
    (issue 18): allennlp-models' `rc/tools/narrativeqa.py` calls `nltk.download` at import. We
-   make those calls quiet and log a failed one once, at INFO, with the reason and the command
-   that installs the data; online, the data is still downloaded.
+   make those calls quiet and log a failed one once, at DEBUG, with the reason and the command
+   that installs the data (DEBUG: allennlp logs INFO on every command, and only narrativeqa's
+   tools need the data; they fail with nltk's own `LookupError` naming it); online, the data is
+   still downloaded.
 """
 
 import contextlib
