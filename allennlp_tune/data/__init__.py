@@ -1,1 +1,1 @@
-from allennlp_tune.data import dataset_readers, tokenizers  # noqa: F401
+from allennlp_tune.data import data_collators, dataset_readers, tokenizers  # noqa: F401
