@@ -1,7 +1,7 @@
 import contextlib
 import inspect
 import logging
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -65,6 +65,7 @@ class TuneGradientDescentTrainer(GradientDescentTrainer):
     _compile_options: Optional[Dict[str, Any]] = None
     _compiled: Optional[torch.nn.Module] = None
     _trainable_key: Optional[TrainableKey] = None
+    _providers: List[Tuple[str, torch.nn.Module]] = []
     captures = 0  # how many times the compiled model was (re)built
 
     @classmethod
@@ -107,6 +108,12 @@ class TuneGradientDescentTrainer(GradientDescentTrainer):
             )
             return
         self._compile_options = dict(compile)
+        # Found once: walking the modules on every batch would cost the host time saved.
+        self._providers = [
+            (path, provider)
+            for path, provider in providers_in(self.model)
+            if callable(getattr(provider, "trainable_groups", None))
+        ]
 
     def _device_type(self) -> str:
         device = self.cuda_device
@@ -115,9 +122,7 @@ class TuneGradientDescentTrainer(GradientDescentTrainer):
     def trainable_key(self) -> TrainableKey:
         """Each layer-group provider's trainable groups: the compiled graphs are valid for one."""
         return tuple(
-            (path, tuple(provider.trainable_groups()))
-            for path, provider in providers_in(self.model)
-            if callable(getattr(provider, "trainable_groups", None))
+            (path, tuple(provider.trainable_groups())) for path, provider in self._providers
         )
 
     @property
