@@ -98,6 +98,13 @@ class TuneGradientDescentTrainer(GradientDescentTrainer):
         self._compiled = None
         if compile is None:
             return
+        if not hasattr(torch, "compiler"):
+            logger.warning(
+                "tune_gradient_descent: torch %s has no torch.compile / torch.compiler (they need "
+                "torch >= 2.1); the model runs eagerly.",
+                torch.__version__,
+            )
+            return
         device = self._device_type()
         if compile.get("mode") in CUDA_GRAPH_MODES and device != "cuda":
             logger.warning(
