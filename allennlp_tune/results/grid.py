@@ -243,6 +243,11 @@ def _die_with_this_process() -> Optional[Callable[[], None]]:
         prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl: no signal will come
             os._exit(1)
+        # SIGINT is how the child is stopped cleanly (`_stop`). A tune-grid started in the
+        # background of a non-interactive shell (`nohup ... &`, CI scripts) inherits SIGINT
+        # ignored, and an ignored signal stays ignored across exec: the child would then ignore
+        # it too, and be stopped only by SIGTERM 10 s later.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     return preexec
 

@@ -276,8 +276,23 @@ def test_real_training_resumes_from_a_kill(tmp_path, tiny_config, tiny_ext_vars,
     assert "## bow" in capsys.readouterr().out
 
 
-def test_sigterm_stops_the_training_child_and_keeps_finished_runs(tmp_path, configs):
-    """`kill <tune-grid>` acts like Ctrl-C: the child is stopped, finished runs stay."""
+@pytest.mark.parametrize("sigint_ignored", [False, True])
+def test_sigterm_stops_the_training_child_and_keeps_finished_runs(
+    tmp_path, configs, sigint_ignored
+):
+    """`kill <tune-grid>` acts like Ctrl-C: the child is stopped, finished runs stay; also when
+    tune-grid was started with SIGINT ignored (in the background of a script, under nohup)."""
+    if sigint_ignored:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            _sigterm_stops_the_child(tmp_path, configs)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    else:
+        _sigterm_stops_the_child(tmp_path, configs)
+
+
+def _sigterm_stops_the_child(tmp_path, configs):
     children = []
 
     def sleeping_training(command, environment, log_path):
