@@ -37,29 +37,35 @@ probing() {
     --ext-var TUNE_MAX_INSTANCES=8000
   local cola="$RUNS/probing/cola_bert_ft/seed_1/model.tar.gz"
   local sst2="$RUNS/probing/sst2_bert_ft/seed_1/model.tar.gz"
+  # MRPC and STS-B: the ft runs of the grid stage, or of the peft stage where the grid's are gone.
   local mrpc="$RUNS/grid/mrpc_bert_ft/seed_1/model.tar.gz"
   local stsb="$RUNS/grid/sts_b_bert_ft/seed_1/model.tar.gz"
-  # Probes are fit on (at most) 2,000 training examples and scored on the whole dev set.
+  [ -f "$mrpc" ] || mrpc="$RUNS/peft/mrpc_bert_ft/seed_1/model.tar.gz"
+  [ -f "$stsb" ] || stsb="$RUNS/peft/sts_b_bert_ft/seed_1/model.tar.gz"
+  # Probes are fit on (at most) 2,000 training examples and scored on the whole dev set; probe
+  # adds control tasks and the MDL code (issue 17); mi runs with the paper's plain EDGE into
+  # analysis_plain/ (Figure 2 as published), then with the default projected estimator into analysis/.
   local common=(--model-name "$MINILM" --max-instances 2000 --pooling mean)
-  for cmd in probe mi; do
-    local train=()
-    [ "$cmd" = probe ] && train=(--train-file)
-    $BIN/allennlp $cmd "${common[@]}" --archive "$cola" --reader cola \
+  for cmd in probe mi_plain mi; do
+    local train=() extra=() out=analysis
+    [ "$cmd" = probe ] && train=(--train-file) && extra=(--control --mdl)
+    [ "$cmd" = mi_plain ] && cmd=mi && extra=(--estimator edge) && out=analysis_plain
+    $BIN/allennlp $cmd "${common[@]}" ${extra[@]:+"${extra[@]}"} --archive "$cola" --reader cola \
       ${train[@]:+"${train[@]}" "$DATA/cola/in_domain_train.tsv"} \
-      --dev-file "$DATA/cola/in_domain_dev.tsv" --output-dir "$RUNS/analysis/cola"
-    $BIN/allennlp $cmd "${common[@]}" --archive "$sst2" --reader sst2 \
+      --dev-file "$DATA/cola/in_domain_dev.tsv" --output-dir "$RUNS/$out/cola"
+    $BIN/allennlp $cmd "${common[@]}" ${extra[@]:+"${extra[@]}"} --archive "$sst2" --reader sst2 \
       ${train[@]:+"${train[@]}" "$DATA/sst-2/train.tsv"} \
-      --dev-file "$DATA/sst-2/dev.tsv" --output-dir "$RUNS/analysis/sst2"
+      --dev-file "$DATA/sst-2/dev.tsv" --output-dir "$RUNS/$out/sst2"
     # MRPC's GLUE train split is the release file without the dev pairs (probe only; mi reads
     # only the dev file, with the plain reader).
     local mrpc_train=()
     [ "$cmd" = probe ] && mrpc_train=(--reader "{\"type\": \"mrpc\", \"ids_file\": \"$DATA/mrpc/glue/dev_ids.tsv\", \"ids\": \"exclude\"}" --dev-reader mrpc --train-file "$DATA/mrpc/glue/msr_paraphrase_train.txt")
     [ "$cmd" = mi ] && mrpc_train=(--reader mrpc)
-    $BIN/allennlp $cmd "${common[@]}" --archive "$mrpc" "${mrpc_train[@]}" \
-      --dev-file "$DATA/mrpc/glue/dev.tsv" --output-dir "$RUNS/analysis/mrpc"
-    $BIN/allennlp $cmd "${common[@]}" --archive "$stsb" --reader sts_b \
+    $BIN/allennlp $cmd "${common[@]}" ${extra[@]:+"${extra[@]}"} --archive "$mrpc" "${mrpc_train[@]}" \
+      --dev-file "$DATA/mrpc/glue/dev.tsv" --output-dir "$RUNS/$out/mrpc"
+    $BIN/allennlp $cmd "${common[@]}" ${extra[@]:+"${extra[@]}"} --archive "$stsb" --reader sts_b \
       ${train[@]:+"${train[@]}" "$DATA/sts-b/sts-train.csv"} \
-      --dev-file "$DATA/sts-b/sts-dev.csv" --output-dir "$RUNS/analysis/sts_b"
+      --dev-file "$DATA/sts-b/sts-dev.csv" --output-dir "$RUNS/$out/sts_b"
   done
 }
 
