@@ -13,14 +13,18 @@ Tolerance: 0.05 bits or 25% of the truth, whichever is larger (issue 17), for tr
 (`edge_projected_mutual_information`). The paper's plain EDGE is checked to miss the same
 signals (it is kept for comparison with Figure 2 of Peters et al.).
 
-What does not pass, and why: the projection is learnt from the other folds, and a direction
+Why the projection needs a correction: it is learnt from the other folds, and a direction
 estimated from n examples in d dimensions keeps only `Delta^2 / (Delta^2 + 4 d / n)` of the
 squared class separation `Delta^2` (the estimated mean difference carries noise of squared norm
-`4 d / n`). The estimator cannot see more than its projection keeps: at d = 384 and N = 2,000
-a 0.107-bit signal comes out at 0.056 (the retained share predicts 0.048), outside 0.05 bits;
-signals of about 0.1 bit need N of about 10,000 at d = 384 and 768, while 0.29 bits and more
-pass from N = 2,000 (d = 384) and 5,000 (d = 768). `test_the_estimate_follows_what_the_learnt_
-direction_keeps` checks that prediction, so the shortfall is the projection's, not EDGE's.
+`4 d / n`). Uncorrected (`correct_attenuation=False`), a 0.107-bit signal at d = 768 and
+N = 2,000 comes out at 0.04 bits, as that share predicts. The default estimator measures the
+separation without that noise term (a debiased between-class scatter) and moves the held-out
+class means apart until they show it (Spearman's correction for attenuation), when the
+separation is clear of what independent labels give (3 standard deviations); then every case
+below passes at N = 2,000 in both dimensions, and the random-label controls stay where the
+uncorrected estimator puts them. `test_the_correction_restores_what_the_learnt_direction_loses`
+shows both halves: the uncorrected estimate follows the retained share, the corrected one the
+truth.
 """
 
 import math
@@ -28,7 +32,11 @@ import math
 import numpy as np
 import pytest
 
-from allennlp_tune.analysis.edge import edge_mutual_information, edge_projected_mutual_information
+from allennlp_tune.analysis.edge import (
+    disattenuate,
+    edge_mutual_information,
+    edge_projected_mutual_information,
+)
 
 # numpy < 2 (the stock AllenNLP lane) has only trapz.
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz
@@ -97,11 +105,10 @@ def test_the_truth_is_what_the_closed_forms_say():
 BINARY_CASES = [
     (1.4, 2, 384, 2000),
     (2.2, 4, 384, 2000),
-    (1.4, 1, 384, 5000),
-    (0.8, 3, 384, 10_000),
-    (1.4, 1, 768, 5000),
-    (2.2, 2, 768, 5000),
-    (0.8, 4, 768, 10_000),
+    (0.8, 3, 384, 2000),
+    (0.8, 4, 768, 2000),
+    (1.4, 2, 768, 2000),
+    (2.2, 2, 768, 2000),
 ]
 
 
@@ -118,31 +125,66 @@ def test_projected_edge_recovers_a_realistic_binary_signal(
     assert edge_projected_mutual_information(x, control) <= 0.03
 
 
-@pytest.mark.parametrize("separation, dim, num_samples", [(0.8, 384, 2000), (1.4, 768, 2000)])
-def test_the_estimate_follows_what_the_learnt_direction_keeps(separation, dim, num_samples):
+@pytest.mark.parametrize("separation, dim", [(0.8, 768), (0.8, 384)])
+def test_the_correction_restores_what_the_learnt_direction_loses(separation, dim):
+    num_samples = 2000
     truth = binary_mi(separation)
     fit_size = 0.9 * num_samples  # 10 folds: each projection is fit on 9 of them
     kept = separation**4 / (separation**2 + 4 * dim / fit_size)
     predicted = binary_mi(math.sqrt(kept))
+    assert truth - predicted > tolerance(truth)  # what the learnt direction keeps is not enough
     x, labels = sample(num_samples, dim, binary_means(separation, 1), seed=5)
-    estimate = edge_projected_mutual_information(x, labels)
-    assert estimate == pytest.approx(predicted, abs=0.03)
-    assert estimate < truth - 0.04  # the documented shortfall at small N / d
+    uncorrected = edge_projected_mutual_information(x, labels, correct_attenuation=False)
+    assert uncorrected == pytest.approx(predicted, abs=0.04)
+    corrected = edge_projected_mutual_information(x, labels)
+    assert corrected == pytest.approx(truth, abs=tolerance(truth))
+    assert abs(corrected - truth) < 0.5 * abs(uncorrected - truth)
 
 
-def test_projected_edge_recovers_a_four_class_signal_in_three_directions():
+def test_the_stretch_reaches_the_target_separation_and_never_shrinks():
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 3, 3000)
+    scores = rng.standard_normal((3000, 2)) + 0.3 * np.array([[0, 0], [1, 0], [0, 1]])[labels]
+    scores = scores.astype(np.float32)
+
+    def separation(values):
+        means = np.stack([values[labels == c].mean(0) for c in range(3)])
+        weights = np.bincount(labels) / labels.shape[0]
+        centred = means - weights @ means
+        residuals = values - means[labels]
+        within = residuals.T @ residuals / (labels.shape[0] - 3)
+        return np.trace(np.linalg.inv(within) @ (centred.T * weights) @ centred)
+
+    shown = separation(scores)
+    stretched = disattenuate(scores, labels, 4 * shown)
+    assert separation(stretched) == pytest.approx(4 * shown, rel=1e-4)
+    # Within-class deviations are kept: only the class means move.
+    for c in range(3):
+        deviations = stretched[labels == c] - stretched[labels == c].mean(0)
+        expected = scores[labels == c] - scores[labels == c].mean(0)
+        np.testing.assert_allclose(deviations, expected, atol=1e-4)
+    for target in (0.5 * shown, 0.0, -1.0):
+        assert disattenuate(scores, labels, target) is scores
+
+
+@pytest.mark.parametrize("dim", [384, 768])
+def test_projected_edge_recovers_a_four_class_signal_in_three_directions(dim):
     rng = np.random.default_rng(3)
     means = rng.standard_normal((4, 3))
     means -= means.mean(axis=0)
     means *= 1.0 / np.sqrt((means**2).sum(axis=1).mean())
     truth = mixture_mi(means)
     assert 0.1 <= truth <= 0.6
-    x, labels = sample(10_000, 384, means, seed=3)
+    x, labels = sample(2000, dim, means, seed=3)
     assert edge_projected_mutual_information(x, labels) == pytest.approx(
         truth, abs=tolerance(truth)
     )
     control = np.random.default_rng(7).permutation(labels)
-    assert edge_projected_mutual_information(x, control) <= 0.04
+    # EDGE's own plug-in bias for 4 independent classes at N = 2,000 is about
+    # 3 / (2 sqrt(N) ln 2) = 0.048 bits; the correction must add nothing to it.
+    control_estimate = edge_projected_mutual_information(x, control)
+    uncorrected = edge_projected_mutual_information(x, control, correct_attenuation=False)
+    assert control_estimate == uncorrected <= 0.065
 
 
 @pytest.mark.parametrize("separation, directions, dim, num_samples", BINARY_CASES[:3])
