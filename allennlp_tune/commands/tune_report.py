@@ -6,7 +6,8 @@ cost table under each encoder's scores from the runs' `cost.json`, paired verdic
 
 Options: `--bootstrap N` replicates of the paired bootstrap (default 2000), `--no-intervals` to
 skip it (Δ then keeps the old one-point rule `[ft]` / `[fe]` in every row), `--json FILE`,
-`--html FILE`, `--png FILE`, `--split validation|test` (intervals only for validation: the
+`--html FILE`, `--png FILE` (`--probe-dir TASK=DIR`, repeatable: an `allennlp probe` output drawn
+beside the task's fe mix weights), `--split validation|test` (intervals only for validation: the
 predictions are dev predictions).
 
 The paired verdict: for each task row, every mode with predictions against the reference `fe`,

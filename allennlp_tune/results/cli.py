@@ -30,11 +30,36 @@ def _add_output_arguments(subparser: argparse.ArgumentParser) -> None:
         "--json", metavar="FILE", help="also write the report as data (cells, runs, deltas)"
     )
     subparser.add_argument(
+        "--probe-dir",
+        action="append",
+        type=_probe_dir,
+        default=None,
+        metavar="TASK=DIR",
+        help="the --output-dir of `allennlp probe` for TASK (e.g. mrpc=runs/analysis/mrpc), "
+        "drawn beside the fe scalar-mix weights in --html / --png; repeat for more tasks",
+    )
+    subparser.add_argument(
         "--split",
         choices=("validation", "test"),
         default="validation",
         help="score runs by best_validation_<metric> (default) or test_<metric> in metrics.json",
     )
+
+
+def _probe_dir(text: str) -> tuple:
+    task, sep, path = text.partition("=")
+    if not sep or not task or not path:
+        raise argparse.ArgumentTypeError(
+            f"expected TASK=DIR (a task name as the report shows it, e.g. mrpc or sick_e_bert, "
+            f"and the --output-dir of `allennlp probe`), not {text!r}"
+        )
+    location = Path(path)
+    if not (location.is_file() or (location / "probe.json").is_file()):
+        raise argparse.ArgumentTypeError(
+            f"{path}: no probe.json there; give the --output-dir of `allennlp probe` for {task} "
+            "(or its probe.json)"
+        )
+    return task, location
 
 
 def _add_keep_checkpoints_argument(subparser: argparse.ArgumentParser) -> None:
@@ -122,11 +147,12 @@ def _print_report(dirs, args: argparse.Namespace) -> None:
         options["replicates"] = args.bootstrap
     report = report_from_dirs(dirs, split=args.split, **options)
     print(render_markdown(report), end="")
+    probe_dirs = dict(getattr(args, "probe_dir", None) or []) or None
     if args.html:
-        Path(args.html).write_text(render_html(report), encoding="utf-8")
+        Path(args.html).write_text(render_html(report, probe_dirs), encoding="utf-8")
         print(f"\nWrote {args.html}")
     if args.png:
-        render_png(report, args.png)
+        render_png(report, args.png, probe_dirs)
         print(f"Wrote {args.png}")
     if args.json:
         text = json.dumps(render_json(report), indent=2, allow_nan=False)

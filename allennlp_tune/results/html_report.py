@@ -97,7 +97,10 @@ NO_COSTS = (
 NO_CURVES = "no metrics_epoch_*.json with the validation metric in these runs"
 NO_FE = "no fe runs for this task"
 NO_MIX_ARCHIVE = f"no {ARCHIVE_NAME} (or {BEST_WEIGHTS}) with a scalar mix in the fe runs"
-NO_PROBE = "no `allennlp probe` output for this task (pass probe_dirs: task -> its --output-dir)"
+NO_PROBE = (
+    "no `allennlp probe` output for this task (tune-report --probe-dir TASK=DIR: the probe's "
+    "--output-dir)"
+)
 
 _MIX_KEY = re.compile(r"^(?P<prefix>(?:.*\.)?_scalar_mix)\.scalar_parameters\.(?P<index>\d+)$")
 _EPOCH_FILE = re.compile(r"^metrics_epoch_(\d+)\.json$")

@@ -358,3 +358,38 @@ def test_frontier_log_axis_labels_are_short_and_only_on_1_2_5(seconds, expected)
     ]
     assert major == expected
     assert all(label.get_text() == "" for label in axes.xaxis.get_ticklabels(minor=True))
+
+
+def test_the_command_takes_probe_dirs_and_refuses_a_folder_without_probe_json(
+    grid, tmp_path, monkeypatch, capsys
+):
+    import sys
+
+    from allennlp.commands import main
+
+    import allennlp_tune.commands.tune_report  # noqa: F401
+
+    probe_dir = tmp_path / "analysis" / "sick_e"
+    probe_dir.mkdir(parents=True)
+    models = {"pretrained": {"layers": [0, 1, 2], "scores": [0.5, 0.6, 0.7]}}
+    (probe_dir / "probe.json").write_text(
+        json.dumps({"metric": "accuracy", "probe": "logistic", "models": models})
+    )
+    out = tmp_path / "report.html"
+    argv = ["allennlp", "tune-report", str(grid), "--html", str(out), "--no-intervals"]
+    monkeypatch.setattr(sys, "argv", argv + ["--probe-dir", f"sick_e={probe_dir}"])
+    main()
+    section = out.read_text().split(f'id="task-{KEY}"')[1].split('id="task-')[0]
+    assert f'id="g-probe-{KEY}-pretrained"' in section
+    assert html.escape(NO_PROBE) not in section
+    # Without the option the panel names the option.
+    monkeypatch.setattr(sys, "argv", argv)
+    main()
+    assert "--probe-dir TASK=DIR" in out.read_text()
+    # A folder without probe.json, or no TASK=, ends the command with the fix.
+    for bad in (f"sick_e={tmp_path}", str(probe_dir)):
+        monkeypatch.setattr(sys, "argv", argv + ["--probe-dir", bad])
+        with pytest.raises(SystemExit):
+            main()
+        error = capsys.readouterr().err
+        assert "probe.json" in error or "TASK=DIR" in error
