@@ -42,6 +42,10 @@ CONFIG_VARS: Dict[str, str] = {
     "TUNE_PATIENCE": "feature extraction: stop after this many epochs without improvement",
     "TUNE_LORA_R": "lora: rank of the adapters",
     "TUNE_LORA_ALPHA": "lora: scaling numerator (the update is scaled by alpha / r)",
+    "TUNE_AUTOCAST": "accelerators: bfloat16 autocast of the forward passes (bfloat16)",
+    "TUNE_COMPILE": "accelerators: torch.compile mode (default, reduce-overhead)",
+    "TUNE_STATIC_SHAPES": "accelerators: the static_shapes collator (true/false)",
+    "TUNE_FUSED_ADAM": "accelerators: fused AdamW, tune_adamw (true/false)",
 }
 
 

@@ -135,13 +135,16 @@ local task_object(task) =
       [if std.objectHas(task, "test") then "test_data_path"]: task.test,
       [if std.objectHas(task, "test") then "datasets_for_vocab_creation"]: ["train", "validation"],
       model: model,
-      data_loader: {batch_sampler: {type: "bucket", batch_size: vars.batch_size(32)}},
-      trainer:
+      data_loader: {batch_sampler: {type: "bucket", batch_size: vars.batch_size(32)}}
+                   + trainers.fast_path_loader(task, vars.batch_size(32)),
+      // fast_path: the opt-in accelerator switches (TUNE_AUTOCAST, ...; trainers.libsonnet).
+      trainer: trainers.fast_path(
         if mode == "fe" then trainers.feature_extraction(task)
         else if mode == "sf" then trainers.stack_then_finetune(task, encoder)
         else if std.member(parameter_efficient, mode) then trainers.parameter_efficient(task, mode)
         else if encoder_name == "bert" then trainers.bert_fine_tuning(task)
-        else trainers.elmo_fine_tuning(task, gradual),
+        else trainers.elmo_fine_tuning(task, gradual)
+      ),
       random_seed: vars.seed,
       numpy_seed: vars.seed,
       pytorch_seed: vars.seed,

@@ -33,7 +33,44 @@ local warmup_linear_decay(task, epochs, lr) = common(task, epochs) + {
   run_confidence_checks: trained_encoder_checks,
 };
 
+// Issue #20's accelerator switches, all off by default, and then the trainer and the data loader
+// are exactly the ones above: TUNE_AUTOCAST ("bfloat16"), TUNE_COMPILE ("default",
+// "reduce-overhead"), TUNE_STATIC_SHAPES and TUNE_FUSED_ADAM (true/false). Any of them makes the
+// trainer `tune_gradient_descent`, AllenNLP's `gradient_descent` with `autocast` and `compile`.
+local fast_path_on =
+  vars.autocast != null || vars.compile != null || vars.static_shapes || vars.fused_adam;
+
+// An optimizer with every AdamW in it (`discriminative`'s inner one too) fused (`tune_adamw`).
+local fused(optimizer) =
+  if optimizer.type == "adamw" then optimizer + {type: "tune_adamw", fused: true}
+  else if optimizer.type == "discriminative" then optimizer + {optimizer: fused(optimizer.optimizer)}
+  else error "TUNE_FUSED_ADAM: optimizer " + optimizer.type + " has no fused variant";
+
+// Batch kinds that `static_shapes` can fill up to the batch size: one class label per instance
+// (padding rows get label -100, which the loss and metrics leave out). Regression scores and
+// tags get their lengths padded only.
+local fillable_kinds = ["classification", "pair_classification"];
+
 {
+  // A trainer with the switches above applied (itself when none is set).
+  fast_path(trainer)::
+    if !fast_path_on then trainer
+    else trainer + {
+      type: "tune_gradient_descent",
+      [if vars.autocast != null then "autocast"]: vars.autocast,
+      [if vars.compile != null then "compile"]: {mode: vars.compile},
+    } + (if vars.fused_adam then {optimizer: fused(trainer.optimizer)} else {}),
+
+  // What TUNE_STATIC_SHAPES adds to the data loader (which validation shares): the
+  // `static_shapes` collator, lengths padded to multiples of 8 and, for class labels, every
+  // batch filled to `batch_size` rows.
+  fast_path_loader(task, batch_size)::
+    if !vars.static_shapes then {}
+    else {
+      collate_fn: {type: "static_shapes"}
+                  + (if std.member(fillable_kinds, task.kind) then {rows: batch_size} else {}),
+    },
+
   // A task network on frozen features: AdamW, halve the rate when dev stops improving (ESIM's
   // schedule), stop after 3 epochs without improvement.
   feature_extraction(task):: common(task, 10) + {

@@ -72,11 +72,20 @@ local boolean(name, default) =
   else if value == "false" || value == "0" then false
   else error name + " is '" + value + "'; expected true or false";
 
+// One of `allowed` (strings), or `default` when unset.
+local choice(name, default, allowed) =
+  local value = std.extVar(name);
+  if value == "" then default
+  else if std.member(allowed, value) then value
+  else error name + " is '" + value + "'; expected one of " + std.join(", ", allowed)
+             + " (unset it for the config's default)";
+
 {
   get:: get,
   number:: number,
   integers:: integers,
   boolean:: boolean,
+  choice:: choice,
 
   data_dir:: get("TUNE_DATA_DIR", "data"),
   data(path):: self.data_dir + "/" + path,
@@ -104,4 +113,9 @@ local boolean(name, default) =
   patience(default):: number("TUNE_PATIENCE", default, integer=true, min=1),
   lora_r:: number("TUNE_LORA_R", 8, integer=true, min=1),
   lora_alpha:: number("TUNE_LORA_ALPHA", 16, above=0),
+  // Issue #20's accelerator switches, all off by default (trainers.libsonnet's `fast_path`).
+  autocast:: choice("TUNE_AUTOCAST", null, ["bfloat16"]),
+  compile:: choice("TUNE_COMPILE", null, ["default", "reduce-overhead"]),
+  static_shapes:: boolean("TUNE_STATIC_SHAPES", false),
+  fused_adam:: boolean("TUNE_FUSED_ADAM", false),
 }
