@@ -22,6 +22,7 @@ from allennlp.training.callbacks import TrainerCallback
 
 import allennlp_tune
 from allennlp_tune.data.paths import FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.testing.torch_support import fused_adamw_on_cpu
 from tests.configs.test_training_configs import fixture_ext_vars, run_allennlp
 
 CONFIG = REPO_ROOT / "training_config" / "sick_e_bert_ft.jsonnet"
@@ -33,19 +34,8 @@ ALL_ON = {
     "TUNE_FUSED_ADAM": "1",
 }
 
-
-def _fused_adamw_on_cpu() -> bool:
-    """torch >= 2.4 has a fused AdamW for the CPU; older ones refuse `fused` there (or have no
-    `fused` at all, torch 1.12 of the stock AllenNLP 2.10.1 stack)."""
-    try:
-        torch.optim.AdamW([torch.zeros(1, requires_grad=True)], fused=True)
-    except (TypeError, RuntimeError, ValueError):
-        return False
-    return True
-
-
 needs_fused = pytest.mark.skipif(
-    not _fused_adamw_on_cpu(), reason=f"torch {torch.__version__} has no fused AdamW on the CPU"
+    not fused_adamw_on_cpu(), reason=f"torch {torch.__version__} has no fused AdamW on the CPU"
 )
 
 INTERRUPT = {"armed": False, "epochs_restored": None}
@@ -183,7 +173,7 @@ def test_bfloat16_autocast_trains_close_to_float32(fixture_vars, baseline, tmp_p
 
 def test_recover_resumes_a_run_with_every_switch_on(fixture_vars, tmp_path, monkeypatch):
     # Without a fused AdamW for the CPU (torch < 2.4) the other three switches.
-    switches = dict(ALL_ON) if _fused_adamw_on_cpu() else {**ALL_ON, "TUNE_FUSED_ADAM": ""}
+    switches = dict(ALL_ON) if fused_adamw_on_cpu() else {**ALL_ON, "TUNE_FUSED_ADAM": ""}
     switches["TUNE_EPOCHS"] = "2"
     # A dotted key: `{"trainer": {...}}` would replace the whole trainer.
     callbacks = [{"type": "fast_path_interrupt_for_test"}, {"type": "tune_cost"}]

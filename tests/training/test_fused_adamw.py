@@ -5,19 +5,10 @@ import torch
 from allennlp.common import Params
 from allennlp.training.optimizers import Optimizer
 
-
-def _fused_adamw_on_cpu() -> bool:
-    """torch >= 2.4 has a fused AdamW for the CPU; older ones refuse `fused` there (or have no
-    `fused` at all, torch 1.12 of the stock AllenNLP 2.10.1 stack)."""
-    try:
-        torch.optim.AdamW([torch.zeros(1, requires_grad=True)], fused=True)
-    except (TypeError, RuntimeError, ValueError):
-        return False
-    return True
-
+from allennlp_tune.testing.torch_support import fused_adamw_on_cpu
 
 pytestmark = pytest.mark.skipif(
-    not _fused_adamw_on_cpu(), reason=f"torch {torch.__version__} has no fused AdamW on the CPU"
+    not fused_adamw_on_cpu(), reason=f"torch {torch.__version__} has no fused AdamW on the CPU"
 )
 
 

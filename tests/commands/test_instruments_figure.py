@@ -1,6 +1,7 @@
 """
 The instruments figure (issue 17): `plot_instruments` and scripts/instruments_figure.py on the
-probe.json and mi.json that `allennlp probe` and `allennlp mi` write for fixture models.
+probe.json and mi.json that `allennlp probe` and `allennlp mi` write for fixture models (the
+fixture BERT and its fine-tuned SST-2 archive come from tests/commands/conftest.py).
 """
 
 import importlib.util
@@ -11,11 +12,10 @@ from pathlib import Path
 
 import matplotlib.image
 import pytest
-from allennlp.common import Params
 
 import allennlp_tune  # noqa: F401  (registers the readers)
 from allennlp_tune.analysis.plots import plot_instruments
-from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "instruments_figure.py"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -43,46 +43,6 @@ TASK_FILES = {
 
 def fixture_files(task: str):
     return tuple(str(FIXTURE_DATA_DIR / name) for name in TASK_FILES[task])
-
-
-@pytest.fixture(scope="module")
-def tiny_bert() -> str:
-    path = FIXTURE_MODELS_DIR / "bert-uncased"
-    if not (path / "config.json").is_file():
-        pytest.skip("fixtures/models/bert-uncased is missing")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def sst2_archive(tmp_path_factory, tiny_bert) -> str:
-    """A fine-tuned archive: basic_classifier over the fixture BERT, 1 epoch on SST-2 fixtures."""
-    from allennlp.commands.train import train_model
-
-    def transformer(**extra):
-        return {"type": "pretrained_transformer", "model_name": tiny_bert, **extra}
-
-    train, dev = fixture_files("sst2")
-    params = Params(
-        {
-            "dataset_reader": {
-                "type": "sst2",
-                "tokenizer": transformer(),
-                "token_indexers": {"tokens": transformer(namespace="tags")},
-            },
-            "train_data_path": train,
-            "validation_data_path": dev,
-            "model": {
-                "type": "basic_classifier",
-                "text_field_embedder": {"token_embedders": {"tokens": transformer()}},
-                "seq2vec_encoder": {"type": "cls_pooler", "embedding_dim": 16},
-            },
-            "data_loader": {"batch_size": 4, "shuffle": True},
-            "trainer": {"optimizer": {"type": "adamw", "lr": 1e-3}, "num_epochs": 1},
-        }
-    )
-    serialization_dir = tmp_path_factory.mktemp("archive") / "run"
-    train_model(params, str(serialization_dir))
-    return str(serialization_dir / "model.tar.gz")
 
 
 def probe_json(out: Path, task: str, *models: str, flags=()) -> Path:
@@ -126,7 +86,7 @@ def mi_json(out: Path, task: str, *models: str, estimator: str) -> Path:
 @pytest.fixture(scope="module")
 def sst2_outputs(tmp_path_factory, tiny_bert, sst2_archive):
     """probe.json with --control --mdl and both mi.json (edge, edge_projected), both models."""
-    models = ("--model-name", tiny_bert, "--archive", sst2_archive)
+    models = ("--model-name", tiny_bert, "--archive", str(sst2_archive))
     out = tmp_path_factory.mktemp("sst2")
     return {
         "probe": probe_json(out / "probe", "sst2", *models, flags=("--control", "--mdl")),
