@@ -70,46 +70,48 @@ the optional weighted ensemble; changed are the projection (learnt, not random, 
 and epsilon (calibrated by occupancy, as above). The estimate is a lower estimate of `I(X; Y)`
 (data processing: `I(s(X); Y) <= I(X; Y)`) of the label information its learnt directions see.
 
-**The attenuation correction (opt-in, `correct_attenuation=True`; `allennlp mi --estimator
-edge_projected_corrected`). Not the default: on real MiniLM features its random-label controls
-are far from 0** (SST-2 dev, 872 sentences: 0.12-0.24 bits; MRPC dev, 408 pairs: 0.28-0.65
-bits; docs/RESULTS.md section 3): the null spread below assumes Gaussian, roughly isotropic
-within-class noise, real features are neither, so the gate fires on independent labels. It
-passes the Gaussian known-MI tests at N = 2,000 (tests/analysis/test_edge_known_mi.py). A direction
-learnt from n examples in d dimensions is noisy: the estimated mean difference carries noise of
-squared norm about `d (1/n_1 + 1/n_0)` (whitened units), so the held-out projection keeps only
-`cos^2(theta) = Delta^2 / (Delta^2 + d (1/n_1 + 1/n_0))` of the squared class separation
-`Delta^2`: at d = 768 and N = 2,000 a 0.107-bit signal reads 0.04 bits. Each fold's training
-set therefore also measures the separation without that noise term: the between-class scatter
-of its class means in the metric of its shrunk covariance `S`, minus its expectation under
-independent labels, `tr(S^-1 B) - (C - 1) tr(S^-1 W) / n` (`W` the unshrunk pooled
-within-class covariance; for two classes `pi_1 pi_0 (||m_1 - m_0||^2 - tr(S^-1 W)
-(1/n_1 + 1/n_0))`, an unbiased U-statistic-like estimate of `pi_1 pi_0 Delta^2`). The held-out
-class means of the scores are then moved apart about their weighted mean by one factor
-`kappa = 1 / cos(theta) >= 1` until their separation, in units of the scores' pooled
-within-class covariance, equals that debiased separation (Spearman's correction for
-attenuation, `disattenuate`); every sample keeps its own deviation from its class mean, and
-EDGE hashes the result as before. The correction is applied only when the debiased separation
-exceeds 3 of its standard deviations under independent labels (`sqrt(2 (C - 1)
-tr((S^-1 W)^2)) / n`, a one-sided test with a false-positive rate of about 0.1% for
-Gaussian noise); below that, and whenever it is <= 0 as with random labels, nothing is
-stretched and the estimate is the uncorrected one. Without the gate an unbiased separation
-estimate is positive half of the time under independent labels, and stretching by it would put
-0.05 to 0.1 bits into a random-label control at N = 500, d = 384.
+**The attenuation correction (on by default, `correct_attenuation=True`; `allennlp mi
+--estimator edge_projected_uncorrected` turns it off).** A direction learnt from n examples in
+d dimensions is noisy: the estimated mean difference carries noise of squared norm about
+`d (1/n_1 + 1/n_0)` (whitened units), so the held-out projection keeps only `cos^2(theta) =
+Delta^2 / (Delta^2 + d (1/n_1 + 1/n_0))` of the squared class separation `Delta^2`: at d = 768
+and N = 2,000 a 0.107-bit signal reads 0.04 bits. The correction measures the separation
+without that noise term (`debiased_separation`) and moves the held-out class means of the
+scores apart about their weighted mean by one factor `kappa = 1 / cos(theta) >= 1` until their
+separation, in units of the scores' pooled within-class covariance, equals it (Spearman's
+correction for attenuation, `disattenuate`); every sample keeps its own deviation from its class
+mean, and EDGE hashes the result as before.
 
-What the correction assumes: that the noise of the learnt direction is like Gaussian
-within-class noise in a metric close to `S` (the whitened space), so that the separation the
-direction misses is measured by the debiased scatter, and that the class-conditional scores are
-shifted by the missed separation without changing shape. The debiased scatter measures mean
-differences only, so on non-Gaussian data it still counts (on average, without bias) the
-squared mean separation, but MI carried by other than mean shifts is not recovered, and when
-`S` is far from the within-class covariance (heavy shrinkage of strongly anisotropic features)
-the separation is measured in `S`'s metric, which can under- or overstate the Mahalanobis
-separation; the stretched means then no longer make a lower estimate in general. With the
-correction off, the estimate is the (lower) estimate of the projection alone; small signals
-then need N of several times d (tests/analysis/test_edge_known_mi.py gives the numbers).
-Cost: O(N d^2) for the fold Gram matrices plus O(d^3) per fold (the inverse of `S`, and
-`tr((S^-1 W)^2)`), then EDGE on `C - 1` coordinates, so doubling N at most doubles the time.
+How the separation is measured, and why so. Everything is computed in one label-free metric,
+`S_T`, the Ledoit-Wolf shrunk total covariance `(1 - a) T + a mu I` of the standardised
+features. The scatter of the class means in that metric has, under independent labels and
+conditionally on the features (the labels a random assignment of the observed class sizes), the
+exact expectation `(C - 1) tr(S_T^-1 T) / (N - 1)` whatever the features' distribution; that is
+subtracted per class direction. The correction applies only when a permutation test (the
+debiased scatter of 50 label permutations, in the same metric) puts the labels' scatter more
+than 3 of the permutations' standard deviations above their mean; otherwise, as with random
+labels, nothing is stretched and the estimate is the uncorrected one. Since `S_T = S_W + (1 - a)
+B` in the population (`S_W` the shrunk within-class covariance, `B` the between-class scatter),
+each eigenvalue `nu` of the debiased `S_T^-1 B` maps to the within-class metric the discriminant
+uses by `lambda = nu / (1 - (1 - a) nu)`; the target is `sum lambda`. A first version (stop 28)
+measured the scatter in the shrunk *within-class* covariance and gated it with a Gaussian null
+formula: that covariance depends on the labels and, at N of about 2 d, is smaller along the
+noise direction of the sample class means, which inflates the scatter under independent labels
+(by up to 2x at n / d = 2); isotropic Gaussian data hid it (Ledoit-Wolf shrinks it almost fully
+to the identity), real MiniLM features did not (random-label controls of 0.12-0.65 bits; with
+this version they equal the uncorrected ones, docs/RESULTS.md section 11).
+
+What the correction assumes, and its limits: the missed separation is a mean shift, and the
+class-conditional scores shift by it without changing shape (MI carried by other than mean
+shifts is not recovered). The separation is measured in the shrunk metric, which understates it
+along low-variance directions of strongly anisotropic features: there the correction stays below
+the truth (it errs low, never high; tests/analysis/test_edge_known_mi.py). Without the
+correction the estimate is the (lower) estimate of the projection alone; small signals then
+need N of several times d.
+
+Cost: O(N d^2) for the fold Gram matrices and the metric, O(d^3) per fold and once for the
+metric's eigendecomposition, O(N d) per permutation, then EDGE on `C - 1` coordinates, so
+doubling N at most doubles the time.
 """
 
 import math
@@ -122,9 +124,10 @@ _BUCKETS_PER_SAMPLE = 4  # the paper's c_H: F = c_H * N hash buckets (rounded up
 _BISECTION_STEPS = 16
 _BUCKET_COUNT_TOLERANCE = 0.02  # calibration stops within 2% of the target bucket count
 _BLOCK_ROWS = 2048
-# The attenuation correction applies when the debiased class separation exceeds this many of
-# its standard deviations under independent labels (a one-sided 3-sigma test).
+# The attenuation correction applies when the debiased class separation exceeds the mean of
+# its permutation null by this many of the null's standard deviations.
 _SEPARATION_Z = 3.0
+_PERMUTATIONS = 50
 
 
 def edge_mutual_information(
@@ -396,7 +399,7 @@ def edge_projected_mutual_information(
     labels: Sequence,
     *,
     folds: int = 10,
-    correct_attenuation: bool = False,
+    correct_attenuation: bool = True,
     seed: Optional[int] = 0,
     log_base: float = 2.0,
     **edge_options,
@@ -414,13 +417,12 @@ def edge_projected_mutual_information(
     directions miss (see the module docstring); with random labels the projection is noise and
     the estimate stays at EDGE's small plug-in bias.
 
-    With `correct_attenuation` (opt-in: its random-label control fails on real features, see the
-    module docstring), the held-out class means are first moved apart until
-    they show the class separation measured without the learnt direction's noise (`disattenuate`
-    and the module docstring), when that separation is clearly (3 null standard deviations)
-    above what independent labels give; this removes most of the shortfall at N of a few times
-    d, under the assumption of Gaussian-like within-class noise along the missed direction.
-    Without it (the default), the uncorrected projection.
+    With `correct_attenuation` (the default), the held-out class means are first moved apart
+    until they show the class separation measured without the noise of the class means
+    (`debiased_separation`, `disattenuate` and the module docstring), when a permutation test
+    finds that separation clearly above what independent labels give; this removes most of the
+    shortfall at N of a few times d when the missed separation is a mean shift. Without it, the
+    uncorrected projection, a lower estimate.
     """
     features = np.asarray(representations, dtype=np.float32)
     if features.ndim == 1:
@@ -438,9 +440,11 @@ def edge_projected_mutual_information(
         return 0.0  # a single label value, or too few samples to hold any out
     # Tiny samples (test fixtures) get fewer folds: at least two samples in each.
     folds = min(folds, features.shape[0] // 2)
-    scores, separation = _cross_fitted_lda(features, label_ids, folds=folds, seed=seed)
-    if correct_attenuation and separation is not None:
-        scores = disattenuate(scores, label_ids, separation)
+    scores = _cross_fitted_lda(features, label_ids, folds=folds, seed=seed)
+    if correct_attenuation:
+        separation = debiased_separation(features, label_ids, seed=seed)
+        if separation is not None:
+            scores = disattenuate(scores, label_ids, separation)
     return edge_mutual_information(scores, label_ids, seed=seed, log_base=log_base, **edge_options)
 
 
@@ -492,20 +496,13 @@ def cross_fitted_lda_scores(
     on the other folds. The features are standardised first (label-free). Gram matrices are
     accumulated once per fold, so the cost is O(N d^2) plus O(d^3) per fold.
     """
-    return _cross_fitted_lda(features, label_ids, folds=folds, seed=seed)[0]
+    return _cross_fitted_lda(features, label_ids, folds=folds, seed=seed)
 
 
 def _cross_fitted_lda(
     features: np.ndarray, label_ids: np.ndarray, *, folds: int, seed: Optional[int]
-) -> Tuple[np.ndarray, Optional[float]]:
-    """
-    The held-out log-odds of `cross_fitted_lda_scores` and the debiased between-class
-    separation `tr(S^-1 B) - (C - 1) tr(S^-1 W) / n` averaged over the folds' training sets
-    (`S` the shrunk covariance, `W` the unshrunk pooled within-class covariance, `B` the
-    prior-weighted between-class scatter of the class means); `None` when a fold's training set
-    lacks a class or when the separation is within `_SEPARATION_Z` standard deviations of
-    what independent labels give.
-    """
+) -> np.ndarray:
+    """The held-out log-odds of `cross_fitted_lda_scores`."""
     num_classes = int(label_ids.max()) + 1
     mean, spread = _moments(features)
     fold_of = stratified_folds(label_ids, folds, seed)
@@ -526,8 +523,6 @@ def _cross_fitted_lda(
         sums[fold] = one_hot.T @ rows
         counts[fold] = np.bincount(fold_labels, minlength=num_classes)
     scores = np.zeros((features.shape[0], max(1, num_classes - 1)))
-    separation: Optional[float] = 0.0
-    null_spread = 0.0
     for fold in range(folds):
         train = np.arange(folds) != fold
         class_counts = counts[train].sum(axis=0)
@@ -545,26 +540,9 @@ def _cross_fitted_lda(
             - 2 * products[in_train, own]
             + np.einsum("cd,cd->c", class_means, class_means)[own]
         )
-        within = covariance
         covariance = _ledoit_wolf(covariance, residual_norms)
         priors = np.log(np.maximum(class_counts, 1) / total)
-        inverse = np.linalg.inv(covariance)
-        solved = inverse @ class_means.T  # (d, C): S^-1 m_c
-        if separation is not None and present.all():
-            # tr(S^-1 B) with B = sum_c pi_c (m_c - m)(m_c - m)^T, m = sum_c pi_c m_c; each
-            # class mean carries noise W / n_c, which adds (C - 1) tr(S^-1 W) / n in expectation.
-            weights = class_counts / total
-            gram = class_means @ solved
-            raw = float(weights @ np.diag(gram) - weights @ gram @ weights)
-            whitened = inverse @ within
-            noise = (num_classes - 1) * float(np.trace(whitened)) / total
-            separation += (raw - noise) / folds
-            # Without class differences, n tr(S^-1 B) is a quadratic form in C - 1 Gaussian
-            # vectors of covariance W: variance 2 (C - 1) tr((S^-1 W)^2).
-            spread = 2 * (num_classes - 1) * float(np.sum(whitened * whitened.T))
-            null_spread += math.sqrt(max(spread, 0.0)) / total / folds
-        else:
-            separation = None
+        solved = np.linalg.inv(covariance) @ class_means.T  # (d, C): S^-1 m_c
         offsets = -0.5 * np.einsum("dc,cd->c", solved, class_means) + priors
         held_out = fold_of == fold
         discriminants = standardised[held_out] @ solved.astype(np.float32) + offsets
@@ -572,12 +550,80 @@ def _cross_fitted_lda(
         reference = discriminants[:, -1:] if present[-1] else discriminants.max(1, keepdims=True)
         log_odds = discriminants[:, :-1] - reference
         scores[held_out] = np.where(np.isfinite(log_odds), log_odds, -1e3)
-    if separation is not None and separation < _SEPARATION_Z * null_spread:
-        separation = None  # not distinguishable from independent labels: nothing to correct
-    return scores.astype(np.float32), separation
+    return scores.astype(np.float32)
 
 
-def _ledoit_wolf(covariance: np.ndarray, squared_norms: np.ndarray) -> np.ndarray:
+def debiased_separation(
+    features: np.ndarray,
+    label_ids: np.ndarray,
+    *,
+    permutations: int = _PERMUTATIONS,
+    seed: Optional[int] = 0,
+) -> Optional[float]:
+    """
+    The class separation `sum_i lambda_i` (the eigenvalues of `S_W^-1 B`, the between-class
+    scatter in the metric of the shrunk within-class covariance), measured without the noise of
+    the class means, or `None` when the labels are not clearly dependent on the features.
+
+    Every quantity is computed in one label-free metric: `S_T`, the Ledoit-Wolf shrunk total
+    covariance `(1 - a) T + a mu I` of the standardised features. With `z` the features whitened
+    by `S_T` and `g_c = sqrt(pi_c) (mean_c(z) - mean(z))`, the `C x C` Gram matrix `G = g g^T`
+    has the eigenvalues `nu_i` of `S_T^-1 B`. Under independent labels, conditionally on the
+    features (the labels a random assignment of the observed class sizes), `E[G] = tr(S_T^-1 T)
+    / (N - 1) (I - u u^T)` exactly, `u = sqrt(pi)`, whatever the features' distribution: that is
+    subtracted. `S_T = S_W + (1 - a) B` (population), so each `nu` maps to the within-class
+    metric by `lambda = nu / (1 - (1 - a) nu)`.
+
+    The gate is a permutation test: the debiased `tr(G)` of the labels against that of
+    `permutations` random permutations of them, in the same metric; the separation is returned
+    only when it exceeds the permutations' mean by `_SEPARATION_Z` of their standard deviations.
+    Cost: O(N d^2 + d^3) for the metric, O(N d) per permutation.
+    """
+    num_samples = features.shape[0]
+    num_classes = int(label_ids.max()) + 1
+    counts = np.bincount(label_ids, minlength=num_classes)
+    if np.any(counts == 0) or num_samples <= num_classes:
+        return None
+    mean, spread = _moments(features)
+    standardised = np.empty(features.shape, dtype=np.float32)
+    for start in range(0, num_samples, _BLOCK_ROWS):
+        standardised[start : start + _BLOCK_ROWS] = (
+            features[start : start + _BLOCK_ROWS] - mean
+        ) / spread
+    total = (standardised.T @ standardised).astype(np.float64) / num_samples  # (d, d): T
+    squared_norms = np.einsum("ij,ij->i", standardised, standardised, dtype=np.float64)
+    shrunk, shrinkage = _ledoit_wolf(total, squared_norms, return_shrinkage=True)
+    eigenvalues, eigenvectors = np.linalg.eigh(shrunk)
+    whitening = (eigenvectors / np.sqrt(np.maximum(eigenvalues, 1e-12))).astype(np.float32)
+    whitened = standardised @ whitening  # (N, d): z, mean 0
+    # tr(S_T^-1 T) / (N - 1): the null expectation of each nonzero eigenvalue direction of G.
+    noise = float(np.einsum("ij,ij->", whitened, whitened, dtype=np.float64))
+    noise /= num_samples * (num_samples - 1)
+    priors = counts / num_samples
+    rng = np.random.default_rng(seed)
+    # The labels and their permutations as one (N, (1 + permutations) C) indicator matrix: the
+    # class sums of every labelling in one pass over the whitened features.
+    labellings = [label_ids] + [rng.permutation(label_ids) for _ in range(permutations)]
+    indicators = np.zeros((num_samples, len(labellings) * num_classes), dtype=np.float32)
+    for index, labels in enumerate(labellings):
+        indicators[np.arange(num_samples), index * num_classes + labels] = 1.0
+    sums = (whitened.T @ indicators).T.reshape(len(labellings), num_classes, -1)  # (L, C, d)
+    scaled = np.sqrt(priors)[None, :, None] * (sums / counts[None, :, None])  # (L, C, d): g
+    grams = np.einsum("lcd,led->lce", scaled, scaled, dtype=np.float64)  # (L, C, C): G
+    traces = np.einsum("lcc->l", grams) - (num_classes - 1) * noise
+    observed, debiased, null = grams[0], float(traces[0]), traces[1:]
+    if permutations < 2 or debiased <= null.mean() + _SEPARATION_Z * null.std(ddof=1):
+        return None
+    root = np.sqrt(priors)
+    complement = np.eye(num_classes) - np.outer(root, root)
+    nus = np.linalg.eigvalsh(observed - noise * complement)[::-1][: num_classes - 1]
+    nus = np.clip(nus, 0.0, None)
+    # nu < 1 / (1 - a) in the population; a noisy nu at the limit is a very large separation.
+    lambdas = nus / np.maximum(1.0 - (1.0 - shrinkage) * nus, 1e-6)
+    return float(lambdas.sum())
+
+
+def _ledoit_wolf(covariance: np.ndarray, squared_norms: np.ndarray, return_shrinkage: bool = False):
     """
     Ledoit & Wolf (2004) shrinkage of `covariance` towards `mu I`, given the squared norms of
     the residuals it was computed from.
@@ -589,4 +635,5 @@ def _ledoit_wolf(covariance: np.ndarray, squared_norms: np.ndarray) -> np.ndarra
     # sum_i ||r_i r_i^T - S||_F^2 / n^2 = (sum_i ||r_i||^4 / n - ||S||_F^2) / n
     spread = (np.mean(squared_norms**2) - np.sum(covariance**2)) / num_samples
     shrinkage = 0.0 if distance <= 0 else float(np.clip(spread / distance, 0.0, 1.0))
-    return (1.0 - shrinkage) * covariance + shrinkage * mu * np.eye(dim)
+    shrunk = (1.0 - shrinkage) * covariance + shrinkage * mu * np.eye(dim)
+    return (shrunk, shrinkage) if return_shrinkage else shrunk

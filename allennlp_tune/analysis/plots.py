@@ -78,7 +78,7 @@ _ROLE_STYLES = {
     "selectivity": {"linestyle": ":", "marker": "^"},
 }
 # Markers of the MI estimates, by `mi.json`'s "estimator" field (the paper's plain EDGE, ours).
-_ESTIMATOR_MARKERS = {"edge_projected": "o", "edge_projected_corrected": "s", "edge": "v"}
+_ESTIMATOR_MARKERS = {"edge_projected": "o", "edge_projected_uncorrected": "s", "edge": "v"}
 
 
 def check_instrument_results(results: Any, name: str, command: str) -> None:

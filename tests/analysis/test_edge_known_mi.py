@@ -9,25 +9,26 @@ along `m_1 - m_0`), computed by quadrature; for more classes, Monte Carlo over t
 posterior with 400,000 draws (standard error under 0.002 bits).
 
 Tolerance: 0.05 bits or 25% of the truth, whichever is larger (issue 17), for truths between
-0.1 and 0.6 bits at N >= 2,000. The estimator tested against it here is the attenuation-
-corrected projection (`edge_projected_mutual_information(..., correct_attenuation=True)`, `mi
---estimator edge_projected_corrected`). It is NOT `allennlp mi`'s default: on real MiniLM
-features its random-label control reads 0.1-0.65 bits (docs/RESULTS.md section 3), because
-its gate assumes the Gaussian, isotropic noise these tests draw. The default, uncorrected
-projection errs low at N = 2,000 (its shortfall is checked here too). The paper's
-plain EDGE is checked to miss the same signals (it is kept for comparison with Figure 2 of
-Peters et al.).
+0.1 and 0.6 bits at N >= 2,000. The estimator held to it is `allennlp mi`'s default,
+`edge_projected_mutual_information`: EDGE on a cross-fitted discriminant projection, corrected
+for the attenuation of the learnt direction. The uncorrected projection
+(`correct_attenuation=False`, `mi --estimator edge_projected_uncorrected`) errs low at
+N = 2,000 (its shortfall is checked here too), and the paper's plain EDGE misses the same
+signals (it is kept for comparison with Figure 2 of Peters et al.).
 
 Why the projection needs a correction: it is learnt from the other folds, and a direction
 estimated from n examples in d dimensions keeps only `Delta^2 / (Delta^2 + 4 d / n)` of the
 squared class separation `Delta^2` (the estimated mean difference carries noise of squared norm
 `4 d / n`). Uncorrected, a 0.107-bit signal at d = 768 and N = 2,000 comes out at 0.04 bits, as
-that share predicts. The corrected estimator measures the separation without that noise term
-(a debiased between-class scatter) and moves the held-out class means apart until they show it
-(Spearman's correction for attenuation), when the separation is clear of what independent
-labels give (3 standard deviations); then every case below passes at N = 2,000 in both
-dimensions, and the random-label controls of Gaussian data stay where the uncorrected estimator
-puts them. `test_the_correction_restores_what_the_learnt_direction_loses` shows both halves.
+that share predicts. The correction measures the separation without that noise term and moves
+the held-out class means apart until they show it (Spearman's correction for attenuation), when
+a permutation test finds the labels clearly dependent.
+
+The random-label controls are checked on Gaussian data and on heavy-tailed, strongly
+anisotropic features like real sentence vectors, where the correction's first version (a
+Gaussian null formula, with the separation measured in a label-dependent metric) put 0.10-0.14
+bits into the control (0.12-0.65 on real MiniLM features); `debiased_separation` measures in a
+label-free metric, debiases by the exact null expectation and gates by permutation.
 """
 
 import math
@@ -37,13 +38,15 @@ import numpy as np
 import pytest
 
 from allennlp_tune.analysis.edge import (
+    debiased_separation,
     disattenuate,
     edge_mutual_information,
     edge_projected_mutual_information,
 )
 
-# The attenuation-corrected projection (`mi --estimator edge_projected_corrected`).
-corrected_estimate = partial(edge_projected_mutual_information, correct_attenuation=True)
+# `allennlp mi`'s default: the attenuation-corrected projection.
+corrected_estimate = edge_projected_mutual_information
+uncorrected_estimate = partial(edge_projected_mutual_information, correct_attenuation=False)
 
 # numpy < 2 (the stock AllenNLP lane) has only trapz.
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz
@@ -141,10 +144,8 @@ def test_the_correction_restores_what_the_learnt_direction_loses(separation, dim
     predicted = binary_mi(math.sqrt(kept))
     assert truth - predicted > tolerance(truth)  # what the learnt direction keeps is not enough
     x, labels = sample(num_samples, dim, binary_means(separation, 1), seed=5)
-    uncorrected = edge_projected_mutual_information(x, labels, correct_attenuation=False)
+    uncorrected = uncorrected_estimate(x, labels)
     assert uncorrected == pytest.approx(predicted, abs=0.04)
-    # `mi`'s default is the uncorrected projection (the correction's control fails on real data).
-    assert edge_projected_mutual_information(x, labels) == uncorrected
     corrected = corrected_estimate(x, labels)
     assert corrected == pytest.approx(truth, abs=tolerance(truth))
     assert abs(corrected - truth) < 0.5 * abs(uncorrected - truth)
@@ -190,7 +191,7 @@ def test_projected_edge_recovers_a_four_class_signal_in_three_directions(dim):
     # EDGE's own plug-in bias for 4 independent classes at N = 2,000 is about
     # 3 / (2 sqrt(N) ln 2) = 0.048 bits; the correction must add nothing to it.
     control_estimate = corrected_estimate(x, control)
-    uncorrected = edge_projected_mutual_information(x, control, correct_attenuation=False)
+    uncorrected = uncorrected_estimate(x, control)
     assert control_estimate == uncorrected <= 0.065
 
 
@@ -211,6 +212,58 @@ def test_independent_labels_stay_near_zero_at_small_n():
         x = rng.standard_normal((num_samples, dim)).astype(np.float32)
         labels = rng.integers(0, 2, num_samples)
         assert 0.0 <= corrected_estimate(x, labels) <= 0.04
+
+
+def test_the_separation_is_measured_without_the_noise_of_the_class_means():
+    # Two equiprobable classes N(+-Delta/2, I): the separation in the within-class metric is
+    # pi_1 pi_0 Delta^2 = Delta^2 / 4. The raw scatter of the sample means adds about
+    # d / N = 0.19 to it at d = 384, N = 2,000 (as much as the signal at Delta = 0.8).
+    for separation, seed in ((0.8, 1), (1.4, 2), (2.2, 3)):
+        x, labels = sample(2000, 384, binary_means(separation, 3), seed=seed)
+        measured = debiased_separation(x, labels, seed=seed)
+        assert measured == pytest.approx(separation**2 / 4, rel=0.2, abs=0.03), separation
+    x, labels = sample(2000, 384, binary_means(0.0, 3), seed=4)
+    assert debiased_separation(x, labels) is None  # independent labels: the gate stays shut
+
+
+def heavy_tailed_anisotropic(num_samples: int, dim: int, seed: int) -> np.ndarray:
+    """Rows of a multivariate t (4 degrees of freedom) with a power-law spectrum and an offset,
+    rotated: unlike the Gaussian cases above, what pooled sentence vectors look like to the
+    estimator (a few directions hold most of the variance, rows vary in scale)."""
+    rng = np.random.default_rng(seed)
+    spectrum = 1.0 / np.arange(1, dim + 1) ** 1.2
+    basis, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
+    scale = np.sqrt(rng.chisquare(4, num_samples) / 4)[:, None]
+    rows = rng.standard_normal((num_samples, dim)) * np.sqrt(spectrum) / scale
+    return (rows @ basis.T + 3.0 * basis[:, 0]).astype(np.float32)
+
+
+def test_random_labels_get_no_correction_on_heavy_tailed_anisotropic_features():
+    # SST-2's dev size in MiniLM's width. The first version of the correction read 0.10-0.14
+    # bits here for every label draw (0.023-0.026 uncorrected).
+    x = heavy_tailed_anisotropic(872, 384, seed=0)
+    for draw in range(4):
+        labels = np.random.default_rng(100 + draw).integers(0, 2, 872)
+        assert debiased_separation(x, labels, seed=draw) is None, draw
+        assert corrected_estimate(x, labels) == uncorrected_estimate(x, labels) <= 0.035
+
+
+def test_on_anisotropic_features_the_correction_errs_low_not_high():
+    # A Gaussian signal along one axis of a power-law spectrum (Mahalanobis separation 1.4,
+    # true MI 0.286 bits). The shrunk metric understates separation along low-variance axes,
+    # so the estimate stays below the truth there (a known limit, issue 17's closing note);
+    # what must not happen is a correction past the truth.
+    rng = np.random.default_rng(1)
+    dim, truth = 384, binary_mi(1.4)
+    spectrum = 1.0 / np.arange(1, dim + 1) ** 1.2
+    basis, _ = np.linalg.qr(rng.standard_normal((dim, dim)))
+    labels = rng.integers(0, 2, 2000)
+    for axis in (0, 10, 200):
+        rows = rng.standard_normal((2000, dim))
+        rows[:, axis] += (labels - 0.5) * 1.4
+        x = ((rows * np.sqrt(spectrum)) @ basis.T).astype(np.float32)
+        estimate = corrected_estimate(x, labels)
+        assert uncorrected_estimate(x, labels) <= estimate <= truth, axis
 
 
 def test_projected_edge_is_reproducible_and_checks_its_inputs():

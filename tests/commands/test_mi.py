@@ -58,6 +58,7 @@ def test_mi_prints_the_probe_bound_beside_the_estimate(
     run_allennlp(*mi_args(task_files, "sst2", tmp_path, "--model-name", tiny_bert))
     results = json.loads((tmp_path / "mi.json").read_text())
     assert results["estimator"]["estimator"] == "edge_projected"
+    assert results["estimator"]["attenuation_correction"] is True  # the default corrects
     assert results["estimator"]["folds"] == 10 and "cross-fitted" in results["bound"]
     model = results["models"]["pretrained"]
     assert len(model["bound"]) == len(model["cross_entropy"]) == len(model["mi"]) == 5
@@ -81,3 +82,13 @@ def test_mi_keeps_the_papers_plain_edge_and_can_skip_the_bound(
         run_allennlp(
             *mi_args(task_files, "sst2", tmp_path, "--model-name", tiny_bert, "--folds", "1")
         )
+
+
+def test_mi_keeps_the_uncorrected_projection_selectable(
+    run_allennlp, task_files, tmp_path, tiny_bert
+):
+    extra = ["--model-name", tiny_bert, "--estimator", "edge_projected_uncorrected"]
+    run_allennlp(*mi_args(task_files, "sst2", tmp_path, *extra, "--no-bound", "--layers", "0"))
+    estimator = json.loads((tmp_path / "mi.json").read_text())["estimator"]
+    assert estimator["estimator"] == "edge_projected_uncorrected"
+    assert estimator["attenuation_correction"] is False and estimator["folds"] == 10
