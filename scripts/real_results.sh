@@ -167,7 +167,7 @@ peft() {
   local -A settings=(
     [fe]=""
     [ft]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5"
-    [bitfit]="--ext-var TUNE_LR=${PEFT_BITFIT_LR:-1e-3}"
+    [bitfit]="--ext-var TUNE_LR=${PEFT_BITFIT_LR:-3e-3}"
     [lora]="--ext-var TUNE_LR=${PEFT_LORA_LR:-5e-4}"
     [sf]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7"
   )
