@@ -317,8 +317,13 @@ def _moments(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def _standardise(values: np.ndarray) -> np.ndarray:
+    """A float32 copy of `values` with every column at mean 0 and deviation 1, in row blocks."""
     mean, spread = _moments(values)
-    return ((values - mean) / spread).astype(np.float32)
+    standardised = np.empty(values.shape, dtype=np.float32)
+    for start in range(0, values.shape[0], _BLOCK_ROWS):
+        block = (values[start : start + _BLOCK_ROWS] - mean) / spread
+        standardised[start : start + _BLOCK_ROWS] = block
+    return standardised
 
 
 class _LocalitySensitiveHash:
@@ -440,9 +445,10 @@ def edge_projected_mutual_information(
         return 0.0  # a single label value, or too few samples to hold any out
     # Tiny samples (test fixtures) get fewer folds: at least two samples in each.
     folds = min(folds, features.shape[0] // 2)
-    scores = _cross_fitted_lda(features, label_ids, folds=folds, seed=seed)
+    standardised = _standardise(features)  # (N, d), shared by the projection and the correction
+    scores = _cross_fitted_lda(standardised, label_ids, folds=folds, seed=seed)
     if correct_attenuation:
-        separation = debiased_separation(features, label_ids, seed=seed)
+        separation = _debiased_separation(standardised, label_ids, _PERMUTATIONS, seed)
         if separation is not None:
             scores = disattenuate(scores, label_ids, separation)
     return edge_mutual_information(scores, label_ids, seed=seed, log_base=log_base, **edge_options)
@@ -496,24 +502,19 @@ def cross_fitted_lda_scores(
     on the other folds. The features are standardised first (label-free). Gram matrices are
     accumulated once per fold, so the cost is O(N d^2) plus O(d^3) per fold.
     """
-    return _cross_fitted_lda(features, label_ids, folds=folds, seed=seed)
+    return _cross_fitted_lda(_standardise(features), label_ids, folds=folds, seed=seed)
 
 
 def _cross_fitted_lda(
-    features: np.ndarray, label_ids: np.ndarray, *, folds: int, seed: Optional[int]
+    standardised: np.ndarray, label_ids: np.ndarray, *, folds: int, seed: Optional[int]
 ) -> np.ndarray:
-    """The held-out log-odds of `cross_fitted_lda_scores`."""
+    """The held-out log-odds of `cross_fitted_lda_scores`, on features already standardised."""
     num_classes = int(label_ids.max()) + 1
-    mean, spread = _moments(features)
     fold_of = stratified_folds(label_ids, folds, seed)
-    dim = features.shape[1]
+    dim = standardised.shape[1]
     grams = np.zeros((folds, dim, dim))
     sums = np.zeros((folds, num_classes, dim))
     counts = np.zeros((folds, num_classes))
-    standardised = np.empty(features.shape, dtype=np.float32)
-    for start in range(0, features.shape[0], _BLOCK_ROWS):
-        block = (features[start : start + _BLOCK_ROWS] - mean) / spread
-        standardised[start : start + _BLOCK_ROWS] = block
     squared_norms = np.einsum("ij,ij->i", standardised, standardised, dtype=np.float64)
     for fold in range(folds):
         rows = standardised[fold_of == fold]
@@ -522,7 +523,7 @@ def _cross_fitted_lda(
         one_hot = np.eye(num_classes, dtype=np.float32)[fold_labels]
         sums[fold] = one_hot.T @ rows
         counts[fold] = np.bincount(fold_labels, minlength=num_classes)
-    scores = np.zeros((features.shape[0], max(1, num_classes - 1)))
+    scores = np.zeros((standardised.shape[0], max(1, num_classes - 1)))
     for fold in range(folds):
         train = np.arange(folds) != fold
         class_counts = counts[train].sum(axis=0)
@@ -579,17 +580,18 @@ def debiased_separation(
     only when it exceeds the permutations' mean by `_SEPARATION_Z` of their standard deviations.
     Cost: O(N d^2 + d^3) for the metric, O(N d) per permutation.
     """
-    num_samples = features.shape[0]
+    return _debiased_separation(_standardise(features), label_ids, permutations, seed)
+
+
+def _debiased_separation(
+    standardised: np.ndarray, label_ids: np.ndarray, permutations: int, seed: Optional[int]
+) -> Optional[float]:
+    """`debiased_separation` on features already standardised."""
+    num_samples = standardised.shape[0]
     num_classes = int(label_ids.max()) + 1
     counts = np.bincount(label_ids, minlength=num_classes)
     if np.any(counts == 0) or num_samples <= num_classes:
         return None
-    mean, spread = _moments(features)
-    standardised = np.empty(features.shape, dtype=np.float32)
-    for start in range(0, num_samples, _BLOCK_ROWS):
-        standardised[start : start + _BLOCK_ROWS] = (
-            features[start : start + _BLOCK_ROWS] - mean
-        ) / spread
     total = (standardised.T @ standardised).astype(np.float64) / num_samples  # (d, d): T
     squared_norms = np.einsum("ij,ij->i", standardised, standardised, dtype=np.float64)
     shrunk, shrinkage = _ledoit_wolf(total, squared_norms, return_shrinkage=True)

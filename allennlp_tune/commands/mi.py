@@ -61,6 +61,8 @@ from allennlp_tune.commands.layer_analysis import (
 
 logger = logging.getLogger(__name__)
 
+_OLD_CORRECTED_NAME = "edge_projected_corrected"
+
 
 @Subcommand.register("mi")
 class MutualInformation(Subcommand):
@@ -78,13 +80,15 @@ class MutualInformation(Subcommand):
         estimator = subparser.add_argument_group("EDGE estimator")
         estimator.add_argument(
             "--estimator",
-            choices=["edge_projected", "edge_projected_uncorrected", "edge"],
+            # edge_projected_corrected: the opt-in name of the correction before it became the
+            # default; still accepted, so that scripts written then keep working.
+            choices=["edge_projected", "edge_projected_uncorrected", "edge", _OLD_CORRECTED_NAME],
             default="edge_projected",
             help="edge_projected: EDGE on a cross-fitted LDA projection (sees signal along a "
             "few directions), corrected for the attenuation of the learnt direction when a "
             "permutation test finds the labels dependent; edge_projected_uncorrected: the same "
             "without the correction (a lower estimate); edge: the paper's plain EDGE on random "
-            "projections",
+            "projections (edge_projected_corrected, its earlier name, means edge_projected)",
         )
         estimator.add_argument(
             "--folds",
@@ -136,6 +140,13 @@ def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
     if args.score_bins < 2:
         raise ConfigurationError(f"--score-bins must be at least 2, got {args.score_bins}.")
     estimator_name = getattr(args, "estimator", "edge_projected")
+    if estimator_name == _OLD_CORRECTED_NAME:
+        logger.warning(
+            "--estimator %s is the earlier name of the corrected estimator, now the default "
+            "`edge_projected`; running that (drop the option, or write edge_projected).",
+            _OLD_CORRECTED_NAME,
+        )
+        estimator_name = "edge_projected"
     folds = getattr(args, "folds", 10)
     with_bound = not getattr(args, "no_bound", False)
     if folds < 2:

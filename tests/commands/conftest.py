@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import List
 
 import pytest
 from allennlp.common import Params
@@ -56,14 +57,14 @@ TASK_FILES = {
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def task_files():
     """`task_files(task)` is `(train path, dev path)` of the task's fixture data."""
     return lambda task: tuple(str(FIXTURE_DATA_DIR / name) for name in TASK_FILES[task])
 
 
-@pytest.fixture
-def run_allennlp(monkeypatch):
+@pytest.fixture(scope="session")
+def run_allennlp():
     """`run_allennlp(*args)` runs `allennlp.commands.main` in-process with those arguments."""
     import sys
 
@@ -72,23 +73,49 @@ def run_allennlp(monkeypatch):
     import allennlp_tune.commands  # noqa: F401  (registers the subcommands)
 
     def run(*args: str) -> None:
-        monkeypatch.setattr(sys, "argv", ["allennlp", *args])
-        # Our subcommands are registered already: skip importing every default plugin (slow);
-        # discovery through .allennlp_plugins is tested in test_discovery.py.
-        monkeypatch.setattr(allennlp.commands, "import_plugins", lambda: None)
-        allennlp.commands.main()
+        # Session-scoped, so that module-scoped fixtures can run commands: patched per call.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, "argv", ["allennlp", *args])
+            # Our subcommands are registered already: skip importing every default plugin
+            # (slow); discovery through .allennlp_plugins is tested in test_discovery.py.
+            patch.setattr(allennlp.commands, "import_plugins", lambda: None)
+            allennlp.commands.main()
 
     return run
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
+def probe_args(task_files):
+    """`probe_args(task, out, *extra)`: `allennlp probe` arguments on the task's fixture files."""
+
+    def args(task: str, out, *extra: str) -> List[str]:
+        train, dev = task_files(task)
+        files = ["--train-file", train, "--dev-file", dev, "--output-dir", str(out)]
+        return ["probe", "--reader", task, *files, *extra]
+
+    return args
+
+
+@pytest.fixture(scope="session")
+def mi_args(task_files):
+    """`mi_args(task, out, *extra)`: `allennlp mi` arguments on the task's fixture dev file."""
+
+    def args(task: str, out, *extra: str) -> List[str]:
+        dev = task_files(task)[1]
+        return ["mi", "--reader", task, "--dev-file", dev, "--output-dir", str(out), *extra]
+
+    return args
+
+
+@pytest.fixture(scope="session")
 def check_png():
-    """`check_png(path)` asserts the file is a PNG that matplotlib reads back as an image."""
+    """`check_png(path)` asserts the file is a PNG that matplotlib reads as an image; returns it."""
     import matplotlib.image
 
-    def check(path: Path) -> None:
+    def check(path: Path):
         assert path.read_bytes()[:8] == PNG_SIGNATURE
         image = matplotlib.image.imread(str(path))
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+        return image
 
     return check

@@ -1,7 +1,8 @@
 """
 The instruments figure (issue 17): `plot_instruments` and scripts/instruments_figure.py on the
 probe.json and mi.json that `allennlp probe` and `allennlp mi` write for fixture models (the
-fixture BERT and its fine-tuned SST-2 archive come from tests/commands/conftest.py).
+fixture BERT, its fine-tuned SST-2 archive and the command runners come from
+tests/commands/conftest.py).
 """
 
 import importlib.util
@@ -10,81 +11,40 @@ import subprocess
 import sys
 from pathlib import Path
 
-import matplotlib.image
 import pytest
 
 import allennlp_tune  # noqa: F401  (registers the readers)
 from allennlp_tune.analysis.plots import plot_instruments
-from allennlp_tune.data.paths import FIXTURE_DATA_DIR, REPO_ROOT
+from allennlp_tune.data.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "instruments_figure.py"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LAYERS = "0,2,-1"  # fixture BERT: embeddings and 4 layers
 
 
-def run_allennlp(*args: str) -> None:
-    """`allennlp ARGS` in-process (our subcommands registered; no other plugins imported)."""
-    import allennlp.commands
+@pytest.fixture(scope="module")
+def probe_json(run_allennlp, probe_args):
+    """`probe_json(out, task, *models, flags=())` runs `allennlp probe`; returns its probe.json."""
 
-    import allennlp_tune.commands  # noqa: F401  (registers the subcommands)
+    def run(out: Path, task: str, *models: str, flags=()) -> Path:
+        run_allennlp(*probe_args(task, out, *models, "--layers", LAYERS, *flags))
+        return out / "probe.json"
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", ["allennlp", *args])
-        patch.setattr(allennlp.commands, "import_plugins", lambda: None)
-        allennlp.commands.main()
-
-
-# The fixture files of each task: (train, dev), under fixtures/data.
-TASK_FILES = {
-    "sst2": ("sst-2/train.tsv", "sst-2/dev.tsv"),
-    "sts_b": ("sts-b/sts-train.csv", "sts-b/sts-dev.csv"),
-}
-
-
-def fixture_files(task: str):
-    return tuple(str(FIXTURE_DATA_DIR / name) for name in TASK_FILES[task])
-
-
-def probe_json(out: Path, task: str, *models: str, flags=()) -> Path:
-    train, dev = fixture_files(task)
-    run_allennlp(
-        "probe",
-        *models,
-        "--reader",
-        task,
-        "--train-file",
-        train,
-        "--dev-file",
-        dev,
-        "--layers",
-        LAYERS,
-        "--output-dir",
-        str(out),
-        *flags,
-    )
-    return out / "probe.json"
-
-
-def mi_json(out: Path, task: str, *models: str, estimator: str) -> Path:
-    run_allennlp(
-        "mi",
-        *models,
-        "--reader",
-        task,
-        "--dev-file",
-        fixture_files(task)[1],
-        "--layers",
-        LAYERS,
-        "--estimator",
-        estimator,
-        "--output-dir",
-        str(out),
-    )
-    return out / "mi.json"
+    return run
 
 
 @pytest.fixture(scope="module")
-def sst2_outputs(tmp_path_factory, tiny_bert, sst2_archive):
+def mi_json(run_allennlp, mi_args):
+    """`mi_json(out, task, *models, estimator=...)` runs `allennlp mi`; returns its mi.json."""
+
+    def run(out: Path, task: str, *models: str, estimator: str) -> Path:
+        run_allennlp(*mi_args(task, out, *models, "--layers", LAYERS, "--estimator", estimator))
+        return out / "mi.json"
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def sst2_outputs(tmp_path_factory, tiny_bert, sst2_archive, probe_json, mi_json):
     """probe.json with --control --mdl and both mi.json (edge, edge_projected), both models."""
     models = ("--model-name", tiny_bert, "--archive", str(sst2_archive))
     out = tmp_path_factory.mktemp("sst2")
@@ -96,13 +56,13 @@ def sst2_outputs(tmp_path_factory, tiny_bert, sst2_archive):
 
 
 @pytest.fixture(scope="module")
-def plain_probe(tmp_path_factory, tiny_bert) -> Path:
+def plain_probe(tmp_path_factory, tiny_bert, probe_json) -> Path:
     """probe.json of the pretrained model only, without --control or --mdl."""
     return probe_json(tmp_path_factory.mktemp("plain"), "sst2", "--model-name", tiny_bert)
 
 
 @pytest.fixture(scope="module")
-def sts_b_probe(tmp_path_factory, tiny_bert) -> Path:
+def sts_b_probe(tmp_path_factory, tiny_bert, probe_json) -> Path:
     """probe.json of a regression task with --control --mdl: its mdl entries are None."""
     out = tmp_path_factory.mktemp("sts_b")
     return probe_json(out, "sts_b", "--model-name", tiny_bert, flags=("--control", "--mdl"))
@@ -112,10 +72,14 @@ def read(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def check_png(path: Path) -> None:
-    assert path.read_bytes()[:8] == PNG_SIGNATURE
-    image = matplotlib.image.imread(str(path))
-    assert image.ndim == 3 and image.shape[1] > 1000  # three panels in a row
+@pytest.fixture
+def check_figure(check_png):
+    """`check_figure(path)`: a PNG with the three panels in a row."""
+
+    def check(path: Path) -> None:
+        assert check_png(path).shape[1] > 1000
+
+    return check
 
 
 def assert_series(series: dict, layers, values) -> None:
@@ -127,13 +91,13 @@ def assert_series(series: dict, layers, values) -> None:
             assert drawn == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
-def test_every_instrument_is_plotted_with_the_json_values(sst2_outputs, tmp_path):
+def test_every_instrument_is_plotted_with_the_json_values(sst2_outputs, tmp_path, check_figure):
     probe = read(sst2_outputs["probe"])
     mis = [read(sst2_outputs["edge"]), read(sst2_outputs["edge_projected"])]
     assert [mi["estimator"]["estimator"] for mi in mis] == ["edge", "edge_projected"]
     png = tmp_path / "figure.png"
     drawn = plot_instruments(probe, mis, str(png), title="SST-2, fixture BERT")
-    check_png(png)
+    check_figure(png)
     assert drawn["title"] == "SST-2, fixture BERT"
     mi_panel, probe_panel, mdl_panel = (drawn["panels"][name] for name in ("mi", "probe", "mdl"))
     kinds = ("pretrained", "fine_tuned")
@@ -171,13 +135,13 @@ def test_every_instrument_is_plotted_with_the_json_values(sst2_outputs, tmp_path
     assert [panel["messages"] for panel in drawn["panels"].values()] == [[], [], []]
 
 
-def test_missing_inputs_get_a_panel_naming_the_flag(plain_probe, tmp_path):
+def test_missing_inputs_get_a_panel_naming_the_flag(plain_probe, tmp_path, check_figure):
     probe = read(plain_probe)
     model = probe["models"]["pretrained"]
     assert "control_scores" not in model and "mdl" not in model
     png = tmp_path / "plain.png"
     drawn = plot_instruments(probe, [], str(png), title="no flags")
-    check_png(png)
+    check_figure(png)
     panels = drawn["panels"]
     # No mi.json: the MI panel says so and still shows the probe's bound.
     assert set(panels["mi"]["series"]) == {"pretrained/probe/bound"}
@@ -193,12 +157,12 @@ def test_missing_inputs_get_a_panel_naming_the_flag(plain_probe, tmp_path):
     assert panels["mdl"]["messages"] == ["MDL: not in probe.json; run `allennlp probe --mdl`"]
 
 
-def test_regression_mdl_panel_says_class_labels_only(sts_b_probe, tmp_path):
+def test_regression_mdl_panel_says_class_labels_only(sts_b_probe, tmp_path, check_figure):
     probe = read(sts_b_probe)
     model = probe["models"]["pretrained"]
     assert model["mdl"]["compression"] == [None, None, None]
     drawn = plot_instruments(probe, [], str(tmp_path / "sts_b.png"), title="STS-B")
-    check_png(tmp_path / "sts_b.png")
+    check_figure(tmp_path / "sts_b.png")
     panels = drawn["panels"]
     assert panels["mdl"]["series"] == {}
     [mdl_message] = panels["mdl"]["messages"]
@@ -230,7 +194,7 @@ def load_script():
     return module
 
 
-def test_script_writes_the_figure(sst2_outputs, tmp_path):
+def test_script_writes_the_figure(sst2_outputs, tmp_path, check_figure):
     out = tmp_path / "figures" / "sst2.png"
     args = [str(sst2_outputs[name]) for name in ("probe", "edge", "edge_projected")]
     completed = subprocess.run(
@@ -241,7 +205,7 @@ def test_script_writes_the_figure(sst2_outputs, tmp_path):
     )
     assert completed.returncode == 0, completed.stderr
     assert f"Wrote {out}" in completed.stdout
-    check_png(out)
+    check_figure(out)
 
 
 def test_script_errors_name_the_file(sst2_outputs, tmp_path, capsys):

@@ -8,28 +8,10 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR
 
 
-def probe_args(task_files, task: str, out, *extra: str):
-    train, dev = task_files(task)
-    return [
-        "probe",
-        "--reader",
-        task,
-        "--train-file",
-        train,
-        "--dev-file",
-        dev,
-        "--output-dir",
-        str(out),
-        *extra,
-    ]
-
-
 def test_probe_pretrained_and_fine_tuned(
-    run_allennlp, task_files, check_png, tmp_path, tiny_bert, sst2_archive
+    run_allennlp, probe_args, check_png, tmp_path, tiny_bert, sst2_archive
 ):
-    args = probe_args(
-        task_files, "sst2", tmp_path, "--model-name", tiny_bert, "--archive", str(sst2_archive)
-    )
+    args = probe_args("sst2", tmp_path, "--model-name", tiny_bert, "--archive", str(sst2_archive))
     run_allennlp(*args)
     results = json.loads((tmp_path / "probe.json").read_text())
     assert results["probe"] == "logistic" and results["metric"] == "accuracy"
@@ -53,10 +35,10 @@ def test_probe_pretrained_and_fine_tuned(
     ],
 )
 def test_every_probe_type_gives_per_layer_metrics(
-    run_allennlp, task_files, check_png, tmp_path, tiny_bert, task, probe, metric
+    run_allennlp, probe_args, check_png, tmp_path, tiny_bert, task, probe, metric
 ):
     extra = ["--model-name", tiny_bert, "--probe", probe, "--layers", "0,-1", "--pooling", "max"]
-    run_allennlp(*probe_args(task_files, task, tmp_path, *extra))
+    run_allennlp(*probe_args(task, tmp_path, *extra))
     results = json.loads((tmp_path / "probe.json").read_text())
     assert results["probe"] == probe and results["metric"] == metric
     model = results["models"]["pretrained"]
@@ -67,19 +49,19 @@ def test_every_probe_type_gives_per_layer_metrics(
 
 
 def test_bad_inputs_are_reported_before_loading_models(
-    run_allennlp, task_files, tmp_path, tiny_bert
+    run_allennlp, probe_args, tmp_path, tiny_bert
 ):
     with pytest.raises(ConfigurationError, match="Give --model-name .* --archive"):
-        run_allennlp(*probe_args(task_files, "sst2", tmp_path))
-    missing = probe_args(task_files, "sst2", tmp_path, "--model-name", tiny_bert)
+        run_allennlp(*probe_args("sst2", tmp_path))
+    missing = probe_args("sst2", tmp_path, "--model-name", tiny_bert)
     missing[missing.index("--train-file") + 1] = str(tmp_path / "nope.tsv")
     with pytest.raises(ConfigurationError, match="--train-file .*nope.tsv does not exist"):
         run_allennlp(*missing)
     with pytest.raises(ConfigurationError, match="--archive .* does not exist"):
-        run_allennlp(*probe_args(task_files, "sst2", tmp_path, "--archive", "no.tar.gz"))
+        run_allennlp(*probe_args("sst2", tmp_path, "--archive", "no.tar.gz"))
     with pytest.raises(ConfigurationError, match="needs class labels"):
         extra = ["--model-name", tiny_bert, "--probe", "logistic"]
-        run_allennlp(*probe_args(task_files, "sts_b", tmp_path, *extra))
+        run_allennlp(*probe_args("sts_b", tmp_path, *extra))
 
 
 def test_a_separate_dev_reader_reads_mrpc_glue_splits(run_allennlp, tmp_path, tiny_bert):
@@ -108,10 +90,10 @@ def test_a_separate_dev_reader_reads_mrpc_glue_splits(run_allennlp, tmp_path, ti
 
 
 def test_probe_reports_the_bound_control_task_and_mdl(
-    run_allennlp, task_files, check_png, tmp_path, tiny_bert, capsys
+    run_allennlp, probe_args, check_png, tmp_path, tiny_bert, capsys
 ):
     extra = ["--model-name", tiny_bert, "--layers", "0,-1", "--control", "--mdl"]
-    run_allennlp(*probe_args(task_files, "sst2", tmp_path, *extra))
+    run_allennlp(*probe_args("sst2", tmp_path, *extra))
     results = json.loads((tmp_path / "probe.json").read_text())
     assert results["units"] == "bits" and "dev labels" in results["bound"]
     assert "control_task" in results and "online code" in results["mdl_code"]
@@ -140,9 +122,9 @@ def test_probe_reports_the_bound_control_task_and_mdl(
 
 
 def test_probe_without_flags_has_the_bound_but_no_control_or_mdl(
-    run_allennlp, task_files, tmp_path, tiny_bert
+    run_allennlp, probe_args, tmp_path, tiny_bert
 ):
-    run_allennlp(*probe_args(task_files, "sts_b", tmp_path, "--model-name", tiny_bert))
+    run_allennlp(*probe_args("sts_b", tmp_path, "--model-name", tiny_bert))
     model = json.loads((tmp_path / "probe.json").read_text())["models"]["pretrained"]
     # Scores: no cross-entropy, so no bound; no flags, no control or MDL entries.
     assert model["bound"] == [None] * 5 and model["cross_entropy"] == [None] * 5
