@@ -25,7 +25,11 @@ For every cell about to run (a config with at least one seed not complete), `pla
 4. for a feature-extraction (`fe`) cell whose embedder has a `feature_cache`: the cache's size,
    `estimated_cache_bytes(wordpieces, mixed layers, H, sequences)` =
    `2 * wordpieces * layers * H` bytes of float16 plus about 2.2 KB per entry (header and block
-   rounding), with `layers` the number the config mixes (`"all"`: `L + 1`), and
+   rounding), with `layers` the number the config mixes (`"all"`: `L + 1`), and the wordpieces
+   and sequences of the train split and of the validation data (`validation_data_path`, read
+   with `validation_dataset_reader` when there is one): the trainer's validation runs through
+   the same embedder, so its entries are stored too (on SST-2 with the first 48 sentences of
+   each split, the validation entries were 63% of the cache); and
    `check_budget` of that against the cell's `feature_cache` settings in the folder the run
    will use (its `directory`, else `TUNE_FEATURE_CACHE_DIR`, else the grid's shared
    `RESULTS_DIR/.feature_cache`);
@@ -182,6 +186,7 @@ class CellPlan:
     stem: str
     mode: Optional[str] = None
     data: Optional[DataCount] = None
+    validation: Optional[DataCount] = None  # counted for the cache estimate only
     encoder: Optional[EncoderSize] = None
     cache_layers: Optional[int] = None
     cache_config: Optional[Dict[str, Any]] = None
@@ -355,6 +360,24 @@ def _cached_count(reader_config: Mapping[str, Any], data_path: str) -> DataCount
     return _COUNTS[key]
 
 
+def _validation_count(
+    rendered: Mapping[str, Any], reader_config: Mapping[str, Any], notes: List[str]
+) -> Optional[DataCount]:
+    """The validation data's count (its own reader if the config has one), else None + a note."""
+    path = rendered.get("validation_data_path")
+    if not isinstance(path, str):
+        return None
+    reader = rendered.get("validation_dataset_reader") or reader_config
+    if "://" not in path and not os.path.exists(path):
+        notes.append(f"validation data {path} does not exist: the cache estimate leaves it out")
+        return None
+    try:
+        return _cached_count(reader, path)
+    except Exception as error:
+        notes.append(f"validation data not readable: {type(error).__name__}: {error}"[:300])
+        return None
+
+
 def plan_cell(
     config: Path,
     ext_vars: Optional[Mapping[str, str]] = None,
@@ -431,12 +454,15 @@ def plan_cell(
             plan.notes.append(str(error))
         directory = cache.get("directory") or cache_directory or default_cache_directory()
         plan.cache_directory = Path(directory)
+        if plan.data is not None:
+            plan.validation = _validation_count(rendered, reader_config, plan.notes)
         if plan.data is not None and plan.cache_layers is not None:
+            validation = plan.validation or DataCount()
             plan.cache_bytes = estimated_cache_bytes(
-                plan.data.wordpieces,
+                plan.data.wordpieces + validation.wordpieces,
                 plan.cache_layers,
                 plan.encoder.hidden_size,
-                plan.data.sequences,
+                plan.data.sequences + validation.sequences,
             )
             try:
                 plan.budget_error = check_budget(plan.cache_bytes, cache, plan.cache_directory)
@@ -522,10 +548,16 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
                 f"{data.seconds:.1f} s"
             )
         if plan.cache_bytes is not None and data is not None and encoder is not None:
+            validation = plan.validation or DataCount()
+            wordpieces = f"{data.wordpieces + validation.wordpieces:,} wordpieces"
+            entries = f"{data.sequences + validation.sequences:,} entries"
+            if plan.validation is not None:
+                wordpieces += f" ({data.wordpieces:,} train + {validation.wordpieces:,} validation)"
+                entries += f" ({data.sequences:,} + {validation.sequences:,})"
             details.append(
-                f"{plan.stem}: cache = 2 B x {data.wordpieces:,} wordpieces x "
-                f"{plan.cache_layers} layers x {encoder.hidden_size} + {data.sequences:,} "
-                f"entries x 2.2 KB = {_size(plan.cache_bytes)} in {plan.cache_directory}"
+                f"{plan.stem}: cache = 2 B x {wordpieces} x {plan.cache_layers} layers x "
+                f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
+                f"{plan.cache_directory}"
             )
         for note in plan.notes:
             details.append(f"{plan.stem}: {note}")

@@ -11,7 +11,10 @@ from transformers import AutoTokenizer
 
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
 from allennlp_tune.modules.token_embedders import feature_cache
-from allennlp_tune.modules.token_embedders.feature_cache import ENTRY_OVERHEAD_BYTES
+from allennlp_tune.modules.token_embedders.feature_cache import (
+    ENTRY_OVERHEAD_BYTES,
+    estimated_cache_bytes,
+)
 from allennlp_tune.results import plan as planner
 from allennlp_tune.results.grid import run_grid
 from allennlp_tune.results.plan import (
@@ -44,14 +47,14 @@ def never_train(command, environment, log_path):
     raise AssertionError(f"the grid trained {command}")
 
 
-def sst2_train_sentences():
-    lines = (FIXTURE_DATA_DIR / "sst-2" / "train.tsv").read_text().splitlines()[1:]
+def sst2_sentences(split: str = "train"):
+    lines = (FIXTURE_DATA_DIR / "sst-2" / f"{split}.tsv").read_text().splitlines()[1:]
     return [line.split("\t")[0] for line in lines if line.strip()]
 
 
 def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(str(BERT))
-    sentences = sst2_train_sentences()
+    sentences = sst2_sentences()
     wordpieces = sum(len(tokenizer(sentence)["input_ids"]) for sentence in sentences)
     cell = plan_cell(SST2_FE, ext_vars(), cache_directory=tmp_path / "cache")
     assert cell.mode == "fe" and cell.budget_error is None and not cell.notes
@@ -59,7 +62,12 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     assert cell.data.wordpieces == wordpieces
     # The fixture BERT: 4 hidden layers of width 16; layers "all" mixes the embeddings too.
     assert (cell.encoder.num_layers, cell.encoder.hidden_size, cell.cache_layers) == (4, 16, 5)
-    expected = 2 * wordpieces * 5 * 16 + len(sentences) * ENTRY_OVERHEAD_BYTES
+    # The cache also holds the validation data's features (the trainer validates through it).
+    dev = sst2_sentences("dev")
+    dev_wordpieces = sum(len(tokenizer(sentence)["input_ids"]) for sentence in dev)
+    assert (cell.validation.sequences, cell.validation.wordpieces) == (len(dev), dev_wordpieces)
+    entries = len(sentences) + len(dev)
+    expected = 2 * (wordpieces + dev_wordpieces) * 5 * 16 + entries * ENTRY_OVERHEAD_BYTES
     assert cell.cache_bytes == expected
     assert cell.cache_directory == tmp_path / "cache"
     # The cost model: time from the wordpieces and L x H^2, RAM from the parameters.
@@ -92,9 +100,11 @@ def test_a_tagger_counts_wordpieces_not_words(tmp_path):
     cell = plan_cell(CONLL_FE, ext_vars(), cache_directory=tmp_path)
     assert cell.data.instances == len(sentences)
     assert cell.data.wordpieces == wordpieces > sum(map(len, sentences))
-    assert cell.cache_bytes == 2 * wordpieces * cell.cache_layers * 16 + len(sentences) * (
-        ENTRY_OVERHEAD_BYTES
-    )
+    validation = cell.validation  # eng.testa, counted the same way
+    assert validation.instances > 0 and validation.wordpieces > validation.instances
+    entries = len(sentences) + validation.sequences
+    payload = 2 * (wordpieces + validation.wordpieces) * cell.cache_layers * 16
+    assert cell.cache_bytes == payload + entries * ENTRY_OVERHEAD_BYTES
 
 
 def test_the_encoder_size_comes_from_config_json_alone(tmp_path):
@@ -314,3 +324,39 @@ def test_the_command_line_flags(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| sst2_tiny_fe | 12 |" in out and "| sst2_tiny_sf | 12 |" in out
     assert sorted(path.name for path in results.iterdir()) == ["configs"]
+
+
+def test_the_cache_estimate_counts_the_validation_entries(tmp_path, monkeypatch):
+    """The trainer's validation goes through the cache too: the estimate counts both splits."""
+    from allennlp.commands.train import train_model
+    from allennlp.common import Params
+
+    from allennlp_tune.modules.token_embedders.feature_cache import ENTRY_HEADER_BYTES
+
+    data = tmp_path / "data"
+    (data / "sst-2").mkdir(parents=True)
+    words = "a fine film with a dull plot and some very good acting in it".split()
+    train = [" ".join(words[i : i + 3 + i % 4]) for i in range(8)]  # 8 distinct sentences
+    dev = [" ".join(reversed(words[i : i + 4 + i % 3])) for i in range(5)]  # 5 others
+    assert len(set(train) | set(dev)) == 13
+    for name, sentences in (("train.tsv", train), ("dev.tsv", dev)):
+        rows = [f"{sentence}\t{i % 2}" for i, sentence in enumerate(sentences)]
+        (data / "sst-2" / name).write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    cache = tmp_path / "cache"
+    variables = ext_vars(TUNE_DATA_DIR=str(data))
+    cell = plan_cell(SST2_FE, variables, cache_directory=cache)
+    assert (cell.data.sequences, cell.validation.sequences) == (8, 5)
+
+    monkeypatch.setenv("TUNE_FEATURE_CACHE_DIR", str(cache))
+    train_model(Params(render_config(SST2_FE, variables)), str(tmp_path / "run"))
+    files = list(cache.rglob("*.f16"))
+    assert len(files) == 13
+    wordpieces = cell.data.wordpieces + cell.validation.wordpieces
+    payload = 2 * wordpieces * cell.cache_layers * 16  # the fixture BERT: width 16
+    sizes = sum(path.stat().st_size for path in files)
+    assert payload < sizes <= payload + len(files) * ENTRY_HEADER_BYTES
+    # The planner's number is the formula over what the run stored: both splits, 13 entries.
+    assert cell.cache_bytes == estimated_cache_bytes(wordpieces, cell.cache_layers, 16, 13)
+    # The train split's alone (the planner's before) falls short of the files' own bytes.
+    train_only = estimated_cache_bytes(cell.data.wordpieces, cell.cache_layers, 16)
+    assert train_only + 8 * ENTRY_HEADER_BYTES < sizes
