@@ -29,7 +29,7 @@ For every cell about to run (a config with at least one seed not complete), `pla
    and sequences of the train split and of the validation data (`validation_data_path`, read
    with `validation_dataset_reader` when there is one): the trainer's validation runs through
    the same embedder, so its entries are stored too (on SST-2 with the first 48 sentences of
-   each split, the validation entries were 63% of the cache); and
+   each split, the validation entries held 65% of the payload); and
    `check_budget` of that against the cell's `feature_cache` settings in the folder the run
    will use (its `directory`, else `TUNE_FEATURE_CACHE_DIR`, else the grid's shared
    `RESULTS_DIR/.feature_cache`);
