@@ -34,7 +34,11 @@ For every cell about to run (a config with at least one seed not complete), `pla
    will use (its `directory`, else `TUNE_FEATURE_CACHE_DIR`, else the grid's shared
    `RESULTS_DIR/.feature_cache`);
 5. the expected time per epoch and peak RAM from `COST_MODEL` (below); "n/a" where the table
-   has no measurement for the mode, or the encoder's size is unknown.
+   has no measurement for the mode, or the encoder's size is unknown. A cached `fe` cell shows
+   its first epoch (the encoder runs and the features are stored) apart from the later ones
+   (read from the cache), where the model has both; an `fe` cell without a cache pays the
+   first epoch's cost every epoch. With the config's `trainer.num_epochs`, the whole run's
+   time at most (early stopping can end it sooner).
 
 `run_grid` prints the plan (stderr; stdout with `--plan-only`, which then stops) and refuses
 the whole grid, before any run folder is written, when a cell's cache would not fit its budget,
@@ -53,21 +57,33 @@ the encoder's parameters:
 
     seconds per epoch ~ a + b * W * L * H^2        peak RSS (MB) ~ c + d * P
 
+and, for a cached `fe` run, its first epoch apart: `first_a + first_b * W * L * H^2`, with `a`
+and `b` then the epochs after it (on the full CoNLL-2003 split the first took 2.5x a later one).
+
 `fit_cost_model(run_dirs)` fits `a`, `b`, `c` and `d` per mode from finished or running runs
 (their `cost.json`: `mean_epoch_seconds`, `peak_rss_mb`; for runs from before `cost.json`, the
 `training_duration` over the epochs and `peak_worker_0_memory_MB` of `metrics.json`), `W`
 counted as above from each run's `config.json` and `L`, `H`, `P` from its encoder's
-`config.json`. Least squares where the runs of a mode differ in `W * L * H^2` (or `P`) by more
-than 10%; otherwise only the slope can be told from them: `a = 0` (time proportional to the
-work) and `c = BASE_RSS_MB`, the measured peak RSS of a process that has imported torch,
-AllenNLP and this plugin and built nothing, with `d` the mean of `(rss - c) / P`.
+`config.json`. Where a mode's runs have more than one task head (the model's `type`), each
+head also gets an entry of its own, `"MODE/HEAD"` (`"fe/tune_bcn"`), which the planner prefers
+to the mode's pooled one: a cached fe epoch is mostly the head's work (SST-2's BCN holds 21 M
+trainable parameters, the CoNLL-2003 tagger 1.9 M), which `W * L * H^2` does not see. A cached
+`fe` run with its `epoch_seconds` gives its first epoch to
+`first_a`/`first_b` and the mean of the rest (if any) to `a`/`b`; fit on runs whose cache
+started empty (a grid's first seed, or a cache folder of its own), since a later seed of a grid
+finds the features stored and its first epoch is a cached one. Least squares where the runs of
+a mode differ in `W * L * H^2` (or `P`) by more than 10%; otherwise only the slope can be told
+from them: `a = 0` (time proportional to the work) and `c = BASE_RSS_MB`, the measured peak RSS
+of a process that has imported torch, AllenNLP and this plugin and built nothing, with `d` the
+mean of `(rss - c) / P`.
 
 It is a 2-core CPU estimate (`torch` with 2 threads, `cuda_device: -1`), and a rough one: the
-measurements were taken while other runs shared the two cores (the same cell's epochs varied
-up to 3.6x), a `fe` epoch with a warm cache costs far less than its first, uncached, epoch
-(the mean over a run's epochs is what is fitted), and the runs are all MiniLM (`P` never
-varies, so `c` is the assumed base and `d` extrapolates MiniLM's memory per parameter to other
-encoders). Treat the numbers as "minutes or hours, GB or tens of GB".
+model knows the encoder's work but not the task head's (a cached fe epoch is mostly the head:
+the BiLSTM tagger of CoNLL-2003, SST-2's classifier), nor the validation data's, and the runs
+are all MiniLM (`P` never varies, so `c` is the assumed base and `d` extrapolates MiniLM's
+memory per parameter to other encoders). Treat the numbers as "minutes or hours, GB or tens of
+GB"; `COST_MODEL` below says what each mode was fitted on, and docs/RESULTS.md section 12
+compares the estimates with full-size runs.
 """
 
 import json
@@ -122,11 +138,20 @@ class ModeCost:
     d: Optional[float]
     runs: int = 0
     fitted_on: str = ""
+    # A cached fe run's first epoch (encoder run, features stored); a and b are then the later
+    # epochs. None for every other mode.
+    first_a: Optional[float] = None
+    first_b: Optional[float] = None
 
     def epoch_seconds(self, work: Optional[float]) -> Optional[float]:
         if self.b is None or work is None:
             return None
         return (self.a or 0.0) + self.b * work
+
+    def first_epoch_seconds(self, work: Optional[float]) -> Optional[float]:
+        if self.first_b is None or work is None:
+            return None
+        return (self.first_a or 0.0) + self.first_b * work
 
     def peak_rss_mb(self, params: Optional[int]) -> Optional[float]:
         if self.d is None or params is None:
@@ -193,7 +218,11 @@ class CellPlan:
     cache_directory: Optional[Path] = None
     cache_bytes: Optional[int] = None
     budget_error: Optional[str] = None
-    epoch_seconds: Optional[float] = None
+    head: Optional[str] = None  # the model's registered type
+    cost_key: Optional[str] = None  # the COST_MODEL entry the estimates came from
+    epoch_seconds: Optional[float] = None  # every epoch, or those after the first one below
+    first_epoch_seconds: Optional[float] = None  # a cached fe cell's first epoch
+    epochs: Optional[int] = None  # the config's trainer.num_epochs
     peak_rss_mb: Optional[float] = None
     notes: List[str] = field(default_factory=list)
 
@@ -411,7 +440,10 @@ def plan_cell(
         plan.notes.append(f"does not render: {str(error).strip().splitlines()[0][:200]}")
         return plan
 
-    embedder = find_embedder(rendered.get("model"))
+    model_config = rendered.get("model")
+    if isinstance(model_config, dict) and isinstance(model_config.get("type"), str):
+        plan.head = model_config["type"]
+    embedder = find_embedder(model_config)
     embedder_mode = (embedder or {}).get("mode")
     plan.mode = name.mode if name else None
     if plan.mode is None and embedder_mode == FE_MODE:
@@ -469,13 +501,36 @@ def plan_cell(
             except ConfigurationError as error:
                 plan.notes.append(str(error))
 
-    mode_cost = cost_model.get(plan.mode) if plan.mode else None
+    trainer = rendered.get("trainer")
+    epochs = trainer.get("num_epochs") if isinstance(trainer, dict) else None
+    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0:
+        plan.epochs = epochs
+    for key in (f"{plan.mode}/{plan.head}", plan.mode) if plan.mode else ():
+        if key in cost_model:
+            plan.cost_key = key
+            break
+    mode_cost = cost_model[plan.cost_key] if plan.cost_key else None
     if mode_cost is not None and plan.encoder is not None:
         work = plan.encoder.work_scale
         if plan.data is not None and work is not None:
-            plan.epoch_seconds = mode_cost.epoch_seconds(plan.data.wordpieces * work)
+            work = plan.data.wordpieces * work
+            plan.epoch_seconds = mode_cost.epoch_seconds(work)
+            first = mode_cost.first_epoch_seconds(work)
+            if first is not None and plan.cache_config is not None:
+                plan.first_epoch_seconds = first
+            elif first is not None:  # no cache: every epoch runs the encoder
+                plan.epoch_seconds = first
         plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params)
     return plan
+
+
+def run_seconds(plan: CellPlan) -> Optional[float]:
+    """The whole run at most (`trainer.num_epochs` epochs), None where unknown."""
+    if plan.epochs is None or plan.epoch_seconds is None:
+        return None
+    if plan.first_epoch_seconds is None:
+        return plan.epochs * plan.epoch_seconds
+    return plan.first_epoch_seconds + (plan.epochs - 1) * plan.epoch_seconds
 
 
 def plan_grid(
@@ -516,8 +571,8 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
     """The plan as a Markdown table, then the formula, notes and budget problems per cell."""
     lines = [
         "| cell | instances | wordpieces | encoder (L x H, params) | feature cache | "
-        "peak RAM | time / epoch |",
-        "|---|---|---|---|---|---|---|",
+        "peak RAM | time / epoch | whole run, at most |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     details: List[str] = []
     for plan in plans:
@@ -535,10 +590,15 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         else:
             cache_text = _size(plan.cache_bytes) + (" (over budget)" if plan.budget_error else "")
         rss = None if plan.peak_rss_mb is None else plan.peak_rss_mb * 2**20
+        epoch_text = _duration(plan.epoch_seconds)
+        if plan.first_epoch_seconds is not None and plan.epoch_seconds is not None:
+            epoch_text = f"{_duration(plan.first_epoch_seconds)} first, then {epoch_text}"
+        total = run_seconds(plan)
+        total_text = "n/a" if total is None else f"{_duration(total)} ({plan.epochs} epochs)"
         lines.append(
             f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
             f"{f'{data.wordpieces:,}' if data else 'n/a'} | {encoder_text} | {cache_text} | "
-            f"{_size(rss)} | {_duration(plan.epoch_seconds)} |"
+            f"{_size(rss)} | {epoch_text} | {total_text} |"
         )
         if data is not None:
             per = data.wordpieces / data.instances if data.instances else 0.0
@@ -559,6 +619,8 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
                 f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
                 f"{plan.cache_directory}"
             )
+        if plan.cost_key is not None:
+            details.append(f"{plan.stem}: time and RAM from COST_MODEL[{plan.cost_key!r}]")
         for note in plan.notes:
             details.append(f"{plan.stem}: {note}")
         if plan.budget_error:
@@ -604,6 +666,8 @@ class CostPoint:
     params: int
     epoch_seconds: Optional[float]
     peak_rss_mb: Optional[float]
+    first_epoch_seconds: Optional[float] = None  # a cached fe run's first epoch
+    head: Optional[str] = None  # the model's registered type
 
 
 def _duration_seconds(text: Any) -> Optional[float]:
@@ -649,6 +713,12 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
     encoder = plan.encoder
     if mode is None or plan.data is None or encoder is None or encoder.work_scale is None:
         return None
+    first = None
+    epochs = (read_json(run_dir / COST_NAME) or {}).get("epoch_seconds")
+    if mode == "fe" and plan.cache_config is not None and isinstance(epochs, list) and epochs:
+        # The first epoch runs the encoder and stores the features; the later ones read them.
+        first = float(epochs[0])
+        seconds = sum(epochs[1:]) / len(epochs[1:]) if len(epochs) > 1 else None
     return CostPoint(
         run_dir=run_dir,
         mode=mode,
@@ -656,6 +726,8 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
         params=int(encoder.params or 0),
         epoch_seconds=seconds,
         peak_rss_mb=rss,
+        first_epoch_seconds=first,
+        head=plan.head,
     )
 
 
@@ -686,19 +758,39 @@ def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
         point = cost_point(Path(run_dir))
         if point is not None:
             points.setdefault(point.mode, []).append(point)
+    for mode, runs in list(points.items()):
+        heads = {point.head for point in runs}
+        if len(heads) > 1:  # each head on its own too (module docstring)
+            for point in runs:
+                if point.head is not None:
+                    points.setdefault(f"{mode}/{point.head}", []).append(point)
     model: Dict[str, ModeCost] = {}
     for mode, runs in sorted(points.items()):
         timed = [p for p in runs if p.epoch_seconds and p.work > 0]
         sized = [p for p in runs if p.peak_rss_mb and p.params > 0]
-        a = b = c = d = None
+        firsts = [p for p in runs if p.first_epoch_seconds and p.work > 0]
+        a = b = c = d = first_a = first_b = None
         if timed:
             a, b = _line([p.work for p in timed], [p.epoch_seconds for p in timed], 0.0)
+        if firsts:
+            first_a, first_b = _line(
+                [p.work for p in firsts], [p.first_epoch_seconds for p in firsts], 0.0
+            )
         if sized:
             c, d = _line(
                 [float(p.params) for p in sized], [p.peak_rss_mb for p in sized], BASE_RSS_MB
             )
         fitted_on = ", ".join(sorted(f"{p.run_dir.parent.name}/{p.run_dir.name}" for p in runs))
-        model[mode] = ModeCost(a=a, b=b, c=c, d=d, runs=len(runs), fitted_on=fitted_on)
+        model[mode] = ModeCost(
+            a=a,
+            b=b,
+            c=c,
+            d=d,
+            runs=len(runs),
+            fitted_on=fitted_on,
+            first_a=first_a,
+            first_b=first_b,
+        )
     return model
 
 
@@ -706,9 +798,11 @@ def format_cost_model(model: Mapping[str, ModeCost]) -> str:
     """`COST_MODEL`'s source text for a fitted model."""
     lines = ["COST_MODEL: Dict[str, ModeCost] = {"]
     for mode, cost in model.items():
+        pairs = [("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d)]
+        if cost.first_b is not None:
+            pairs += [("first_a", cost.first_a), ("first_b", cost.first_b)]
         values = ", ".join(
-            f"{key}={'None' if value is None else f'{value:.6g}'}"
-            for key, value in (("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d))
+            f"{key}={'None' if value is None else f'{value:.6g}'}" for key, value in pairs
         )
         lines.append(f"    # {cost.fitted_on}")
         lines.append(f"    {mode!r}: ModeCost({values}, runs={cost.runs}),")
@@ -728,5 +822,6 @@ __all__ = [
     "plan_grid",
     "print_plan",
     "render_plan",
+    "run_seconds",
     "transformer_size",
 ]

@@ -1,5 +1,6 @@
 """The planner (issue 23): estimates before a grid runs, and over-budget caches refused first."""
 
+import dataclasses
 import json
 import shutil
 from collections import namedtuple
@@ -74,6 +75,9 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     # The cost model: time from the wordpieces and L x H^2, RAM from the parameters.
     fe = planner.COST_MODEL["fe"]
     assert cell.epoch_seconds == pytest.approx(fe.a + fe.b * wordpieces * 4 * 16**2)
+    if fe.first_b is not None:  # a cached cell's first epoch runs the encoder
+        first = fe.first_a + fe.first_b * wordpieces * 4 * 16**2
+        assert cell.first_epoch_seconds == pytest.approx(first)
     assert cell.peak_rss_mb == pytest.approx(fe.c + fe.d * cell.encoder.params)
     # max_instances is the reader's: honoured.
     few = plan_cell(SST2_FE, ext_vars(TUNE_MAX_INSTANCES="3"), cache_directory=tmp_path)
@@ -264,6 +268,89 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
     # What it fits feeds the planner.
     cell = plan_cell(SST2_FT, ext_vars(), cost_model={"ft": ModeCost(a, b, c, d)})
     assert cell.epoch_seconds == pytest.approx(a + b * cell.data.wordpieces * 4 * 16**2)
+
+
+def write_fe_run(folder: Path, variables, epoch_seconds, config: Path = SST2_FE) -> Path:
+    run_dir = folder / config.name.replace(".jsonnet", "") / "seed_1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(render_config(config, variables)))
+    cost = {"epoch_seconds": epoch_seconds, "mean_epoch_seconds": sum(epoch_seconds) / 3}
+    (run_dir / "cost.json").write_text(json.dumps(cost))
+    return run_dir
+
+
+def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, capsys):
+    first_a, first_b, a, b = 20.0, 9e-4, 2.0, 1e-4
+    runs = []
+    for index, (layers, hidden) in enumerate([(2, 16), (4, 32), (3, 64)]):
+        encoder = write_encoder(tmp_path / f"encoder_{index}", layers, hidden)
+        variables = ext_vars(model=encoder)
+        work = plan_cell(SST2_FE, variables).data.wordpieces * layers * hidden**2
+        later = a + b * work
+        # The later epochs vary around their line; their mean is on it.
+        epochs = [first_a + first_b * work, later - 0.5, later + 0.5]
+        runs.append(write_fe_run(tmp_path / f"grid_{index}", variables, epochs))
+    fitted = fit_cost_model(runs)["fe"]
+    assert (fitted.first_a, fitted.first_b) == (pytest.approx(first_a), pytest.approx(first_b))
+    assert (fitted.a, fitted.b) == (pytest.approx(a), pytest.approx(b))
+    assert "first_a=20, first_b=0.0009" in planner.format_cost_model({"fe": fitted})
+
+    # Planned: the first epoch apart, the later ones, and the whole run at most.
+    model = {"fe": fitted}
+    work = plan_cell(SST2_FE, ext_vars()).data.wordpieces * 4 * 16**2
+    cell = plan_cell(SST2_FE, ext_vars(TUNE_EPOCHS="3"), cost_model=model)
+    assert cell.first_epoch_seconds == pytest.approx(first_a + first_b * work)
+    assert cell.epoch_seconds == pytest.approx(a + b * work)
+    assert cell.epochs == 3
+    total = planner.run_seconds(cell)
+    assert total == pytest.approx(cell.first_epoch_seconds + 2 * cell.epoch_seconds)
+    table = planner.render_plan([cell])
+    row = next(line for line in table.splitlines() if line.startswith("| sst2_bert_fe"))
+    duration = planner._duration
+    first, later = duration(cell.first_epoch_seconds), duration(cell.epoch_seconds)
+    assert row.endswith(f"| {first} first, then {later} | {duration(total)} (3 epochs) |")
+    # Without the cache every epoch runs the encoder: the first epoch's cost, each time.
+    uncached = plan_cell(
+        SST2_FE, ext_vars(TUNE_EPOCHS="3", TUNE_FEATURE_CACHE="false"), cost_model=model
+    )
+    assert uncached.first_epoch_seconds is None
+    assert uncached.epoch_seconds == pytest.approx(first_a + first_b * work)
+    assert planner.run_seconds(uncached) == pytest.approx(3 * uncached.epoch_seconds)
+
+    # One head in the runs: one pooled entry. A second head (the CoNLL-2003 tagger, whose
+    # cached epoch costs 4x less per unit of work here) adds an entry per head, which the
+    # planner prefers; a head the table has not seen gets the pooled entry.
+    assert set(fit_cost_model(runs)) == {"fe"} and cell.cost_key == "fe"
+    conll_work = plan_cell(CONLL_FE, ext_vars()).data.wordpieces * 4 * 16**2
+    tagger_run = write_fe_run(
+        tmp_path / "tagger",
+        ext_vars(),
+        [first_a + first_b * conll_work] + [b * conll_work / 4] * 2,
+        config=CONLL_FE,
+    )
+    model = fit_cost_model(runs + [tagger_run])
+    assert set(model) == {"fe", "fe/tune_bcn", "fe/tune_tagger"}
+    assert model["fe/tune_bcn"] == dataclasses.replace(
+        fitted, fitted_on=model["fe/tune_bcn"].fitted_on
+    )
+    assert model["fe"].runs == 4 and model["fe/tune_tagger"].runs == 1
+    # One run: through the origin, its own cost per unit of work.
+    assert (model["fe/tune_tagger"].a, model["fe/tune_tagger"].b) == (0.0, pytest.approx(b / 4))
+    tagger = plan_cell(CONLL_FE, ext_vars(), cost_model=model)
+    assert tagger.cost_key == "fe/tune_tagger"
+    assert tagger.epoch_seconds == pytest.approx(model["fe/tune_tagger"].epoch_seconds(conll_work))
+    assert "time and RAM from COST_MODEL['fe/tune_tagger']" in planner.render_plan([tagger])
+    del model["fe/tune_bcn"]
+    assert plan_cell(SST2_FE, ext_vars(), cost_model=model).cost_key == "fe"
+
+    # An fe run without a cache is not split: its mean epoch is fitted as it is.
+    plain = write_fe_run(tmp_path / "plain", ext_vars(TUNE_FEATURE_CACHE="false"), [9, 9, 12])
+    point = planner.cost_point(plain)
+    assert (point.first_epoch_seconds, point.epoch_seconds) == (None, 10)
+    # A cached run stopped after its first epoch gives the first epoch only.
+    one = write_fe_run(tmp_path / "one", ext_vars(), [30])
+    point = planner.cost_point(one)
+    assert (point.first_epoch_seconds, point.epoch_seconds) == (30, None)
 
 
 def test_metrics_json_is_the_fallback_measurement(tmp_path):
