@@ -170,10 +170,24 @@ class ModeCost:
 # those modes print n/a. fe and ft: W spread 1.56x (SICK-E vs STS-B) but the least-squares line
 # had a negative intercept (the epoch times were contended: sts_b fe took 265 s per epoch in one
 # run and 68 s in the other), so a = 0 for all modes, and c = BASE_RSS_MB (one encoder).
+# The per-head entries are a second fit, on the full-split runs of docs/RESULTS.md section 12
+# (runs/real/full: conll2003_bert_fe, conll2003_bert_ft, sst2_bert_fe, seed 1, each alone on
+# the idle machine, each fe cell with a cache folder of its own), one run per entry: they
+# reproduce those cells and scale them by W x L x H^2; nothing has tested them out of sample.
 COST_MODEL: Dict[str, ModeCost] = {
     "fe": ModeCost(a=0.0, b=8.55011e-10, c=890.0, d=4.63155e-05, runs=4),
     "ft": ModeCost(a=0.0, b=1.00388e-09, c=890.0, d=6.68741e-05, runs=4),
     "bitfit": ModeCost(a=0.0, b=3.07504e-09, c=890.0, d=3.85037e-05, runs=2),
+    # sst2_bert_fe/seed_1 (the BCN: 21.0 M trainable parameters)
+    "fe/tune_bcn": ModeCost(
+        a=0.0, b=1.58549e-09, c=890.0, d=7.9396e-05, runs=1, first_a=0.0, first_b=1.88433e-09
+    ),
+    # conll2003_bert_fe/seed_1 (the BiLSTM tagger: 1.9 M trainable parameters)
+    "fe/tune_tagger": ModeCost(
+        a=0.0, b=4.60917e-10, c=890.0, d=5.19734e-05, runs=1, first_a=0.0, first_b=1.08621e-09
+    ),
+    # conll2003_bert_ft/seed_1
+    "ft/tune_tagger": ModeCost(a=0.0, b=1.86579e-09, c=890.0, d=0.000114259, runs=1),
 }
 
 

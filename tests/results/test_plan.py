@@ -73,7 +73,9 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     assert cell.cache_bytes == expected
     assert cell.cache_directory == tmp_path / "cache"
     # The cost model: time from the wordpieces and L x H^2, RAM from the parameters.
-    fe = planner.COST_MODEL["fe"]
+    # The BCN head has an entry of its own, which is preferred to the pooled "fe" one.
+    assert cell.cost_key == "fe/tune_bcn"
+    fe = planner.COST_MODEL[cell.cost_key]
     assert cell.epoch_seconds == pytest.approx(fe.a + fe.b * wordpieces * 4 * 16**2)
     if fe.first_b is not None:  # a cached cell's first epoch runs the encoder
         first = fe.first_a + fe.first_b * wordpieces * 4 * 16**2
