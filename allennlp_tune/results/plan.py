@@ -180,7 +180,7 @@ COST_MODEL: Dict[str, ModeCost] = {
     "bitfit": ModeCost(a=0.0, b=3.07504e-09, c=890.0, d=3.85037e-05, runs=2),
     # sst2_bert_fe/seed_1 (the BCN: 21.0 M trainable parameters)
     "fe/tune_bcn": ModeCost(
-        a=0.0, b=1.58549e-09, c=890.0, d=7.9396e-05, runs=1, first_a=0.0, first_b=1.88433e-09
+        a=0.0, b=1.5817e-09, c=890.0, d=7.9396e-05, runs=1, first_a=0.0, first_b=1.88433e-09
     ),
     # conll2003_bert_fe/seed_1 (the BiLSTM tagger: 1.9 M trainable parameters)
     "fe/tune_tagger": ModeCost(
