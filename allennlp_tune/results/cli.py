@@ -363,7 +363,12 @@ def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse
         "--ext-var", action="append", default=[], metavar="KEY=VALUE", help="a fixed ext var"
     )
     subparser.add_argument("--overrides", "-o", default=None, help="JSON overrides")
-    subparser.add_argument("--sampler-seed", type=int, default=None, help="seed of TPE")
+    subparser.add_argument(
+        "--sampler-seed",
+        type=int,
+        default=None,
+        help="seed of TPE (plus the study's trials so far, so that a resumed search draws anew)",
+    )
     _add_keep_checkpoints_argument(subparser)
     subparser.set_defaults(func=search_main)
     return subparser
@@ -371,7 +376,7 @@ def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse
 
 def search_main(args: argparse.Namespace) -> None:
     try:
-        import optuna
+        import optuna  # noqa: F401 (here only to say how to install it)
     except ImportError as error:  # not a requirement of the plugin, only of this command
         _fail(
             "tune-search",
@@ -390,11 +395,6 @@ def search_main(args: argparse.Namespace) -> None:
         ext_vars = parse_ext_vars(args.ext_var)
         if args.trials < 1:
             raise ConfigurationError(f"--trials {args.trials}: give at least 1.")
-        sampler = (
-            optuna.samplers.TPESampler(seed=args.sampler_seed)
-            if args.sampler_seed is not None
-            else None
-        )
         result = run_search(
             args.config,
             params,
@@ -406,7 +406,7 @@ def search_main(args: argparse.Namespace) -> None:
             ext_vars=ext_vars,
             seed=args.seed,
             overrides=args.overrides,
-            sampler=sampler,
+            sampler_seed=args.sampler_seed,
             keep_checkpoints=args.keep_checkpoints,
         )
     except ConfigurationError as error:

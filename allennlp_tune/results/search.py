@@ -416,12 +416,17 @@ def run_search(
     pruner: Any = None,
     sampler: Any = None,
     keep_checkpoints: bool = False,
+    sampler_seed: Optional[int] = None,
 ) -> SearchResult:
     """
     Runs `trials` trials of the study `study_name` in this process (see the module docstring).
     `pruner` and `sampler` (Optuna objects) replace the defaults: a median pruner with
-    `pruning`, none without, and TPE. Unless `keep_checkpoints`, a completed trial keeps only
-    its archive and a pruned one no weights at all (`tidy.tidy_run_dir`); a failed one keeps all.
+    `pruning`, none without, and TPE. `sampler_seed` (without `sampler`) seeds TPE with
+    `sampler_seed + the trials the study already has`: a new study draws the same settings for
+    the same seed, and a resumed one goes on to new draws instead of repeating the first ones
+    (a seeded sampler restarts its random sequence in every process). Unless
+    `keep_checkpoints`, a completed trial keeps only its archive and a pruned one no weights at
+    all (`tidy.tidy_run_dir`); a failed one keeps all.
     The trials of this worker share a feature cache, `DIR/<study>/.feature_cache-<worker>`, unless
     `TUNE_FEATURE_CACHE_DIR` is set in the environment or `ext_vars`; it is removed when the
     worker stops (kept with `keep_checkpoints`).
@@ -454,7 +459,11 @@ def run_search(
             if pruning
             else optuna.pruners.NopPruner()
         )
+    if sampler is not None and sampler_seed is not None:
+        raise ConfigurationError("Give a sampler or a sampler seed, not both.")
     study = _open_study(storage, study_name, direction, sampler, pruner)
+    if sampler_seed is not None:
+        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + len(study.trials))
     if study.direction.name.lower() != direction:
         raise ConfigurationError(
             f"Study {study_name!r} in {_public_url(storage)} was created to "

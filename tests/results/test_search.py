@@ -265,3 +265,32 @@ def test_two_workers_share_a_postgresql_study(tmp_path, tiny_config, tiny_ext_va
     assert max(sum(best["trials"].values()) for best in bests) == 4
     assert bests[0]["storage"].startswith("postgresql+psycopg2://tune:***@127.0.0.1")
     assert "secret" not in (tmp_path / "worker_0" / "shared" / "best_params.json").read_text()
+
+
+def test_a_seeded_search_resumed_draws_new_settings(tmp_path, tiny_config, tiny_ext_vars):
+    """
+    A seeded sampler restarts its sequence in every process: run_search offsets the seed by the
+    trials the study has, so a resumed search does not repeat its first settings, while a new
+    study with the same seed draws exactly what the first one drew.
+    """
+    fixed = {key: tiny_ext_vars[key] for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")}
+    fixed.update(TUNE_EPOCHS="1", TUNE_DROPOUT="0.0")
+    params = [SearchParam.parse(LR)]
+
+    def search(study_name):
+        run_search(tiny_config, params, trials=1, study_name=study_name, results_dir=tmp_path,
+                   ext_vars=fixed, sampler_seed=7)  # fmt: skip
+        study = optuna.load_study(study_name=study_name, storage=f"sqlite:///{tmp_path}/optuna.db")
+        return [trial.params["TUNE_LR"] for trial in study.trials]
+
+    first = search("resumed")
+    assert len(first) == 1
+    # The same study again, as equal_budget.sh resumes it: a second draw, not the first again.
+    resumed = search("resumed")
+    assert resumed[0] == first[0] and resumed[1] != first[0]
+    # A new study with the same seed starts where the first one started.
+    assert search("fresh") == first
+    random = optuna.samplers.RandomSampler(0)
+    with pytest.raises(ConfigurationError, match="not both"):
+        run_search(tiny_config, params, trials=1, study_name="both", results_dir=tmp_path,
+                   ext_vars=fixed, sampler=random, sampler_seed=7)  # fmt: skip
