@@ -289,19 +289,24 @@ def _identify(run_dir: Path, info: Dict[str, Any]) -> Tuple[Optional[RunName], O
 
 
 SEED_KEYS = ("random_seed", "numpy_seed", "pytorch_seed")
+# Where a run trained, not what: a cell may hold seeds run on a GPU beside seeds run on the CPU.
+PLACEMENT_KEYS = ("trainer.cuda_device", "distributed.cuda_devices")
 
 
 def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
     """
     A run's `config.json` flattened to `{"trainer.optimizer.lr": "0.0001", ...}` (list items by
-    index, values as JSON), without the seeds, which are what tells the seeds of a cell apart.
-    Data paths count by file name only, so one data folder reached by two paths is no difference.
+    index, values as JSON), without the seeds, which are what tells the seeds of a cell apart,
+    and without the devices it ran on (`PLACEMENT_KEYS`). Data paths count by file name only, so
+    one data folder reached by two paths is no difference.
     The report compares these between the runs of a cell, to flag cells that average runs trained
     with different settings (two learning rates, say).
     """
     flat: Dict[str, str] = {}
 
     def walk(prefix: str, value: Any) -> None:
+        if prefix in PLACEMENT_KEYS:
+            return
         if isinstance(value, dict) and value:
             for key, item in value.items():
                 walk(f"{prefix}.{key}" if prefix else str(key), item)

@@ -144,15 +144,16 @@ def test_identification_and_rounding(tmp_path, make_run):
 
 
 def test_cells_mixing_settings_or_repeating_a_seed_are_flagged(tmp_path, make_run):
-    def run(root, seed, value, lr, data="/data/sick/train.txt"):
+    def run(root, seed, value, lr, data="/data/sick/train.txt", device=-1):
         run_dir = make_run(tmp_path / root / "sick_e_bert_ft" / f"seed_{seed}", seed, value)
         config = json.loads((run_dir / "config.json").read_text())
         config.update(numpy_seed=seed * 10, train_data_path=data)
         config["trainer"]["optimizer"] = {"type": "adamw", "lr": lr}
+        config["trainer"]["cuda_device"] = device
         (run_dir / "config.json").write_text(json.dumps(config))
 
-    # Seeds and the spelling of a data path are not settings.
-    run("grid", 1, 0.80, 2e-5)
+    # Seeds, the spelling of a data path and the device a seed ran on are not settings.
+    run("grid", 1, 0.80, 2e-5, device=0)
     run("grid", 2, 0.82, 2e-5, data="../shared/data/sick/train.txt")
     clean = render_markdown(report_from_dirs([tmp_path / "grid"]))
     assert "| 81.0 ± 1.4 (n=2) |" in clean and "mix settings" not in clean
