@@ -125,7 +125,7 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Optional[Tuple[float, 
 
 
 def summary(out: Path, sizes: Sequence[str], modes: Sequence[str]) -> str:
-    from allennlp_tune.results.plan import fit_cost_model, format_cost_model, plan_cell
+    from allennlp_tune.results.plan import cost_point, fit_cost_model, format_cost_model, plan_cell
 
     record = read_record(out)
     lines = [
@@ -147,12 +147,14 @@ def summary(out: Path, sizes: Sequence[str], modes: Sequence[str]) -> str:
             plan = plan_cell(directory / "config.json", rendered=config, cost_model={})
             instances = plan.data.instances if plan.data else None
             wordpieces = plan.data.wordpieces if plan.data else None
-            epochs = cost["epoch_seconds"]
-            if mode == "fe" and len(epochs) > 1:
-                seconds = f"{epochs[0]:.0f} first, {sum(epochs[1:]) / len(epochs[1:]):.1f} cached"
-                cached_growth.append((instances, sum(epochs[1:]) / len(epochs[1:])))
+            # A cached fe run's first epoch stores the features and the later ones read them:
+            # the planner's own split (plan.cost_point) shows both.
+            point = cost_point(directory)
+            if point is not None and None not in (point.first_epoch_seconds, point.epoch_seconds):
+                seconds = f"{point.first_epoch_seconds:.0f} first, {point.epoch_seconds:.1f} cached"
+                cached_growth.append((instances, point.epoch_seconds))
             else:
-                seconds = f"{sum(epochs) / len(epochs):.0f}"
+                seconds = f"{cost['mean_epoch_seconds']:.0f}"
             growth.setdefault(mode, []).append((instances, cost["mean_epoch_seconds"]))
             cache_bytes = record.get(f"{size}/{mode}", {}).get("cache_bytes")
             cache = "—"

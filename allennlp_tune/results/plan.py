@@ -695,9 +695,16 @@ def _duration_seconds(text: Any) -> Optional[float]:
     return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-def measurement(run_dir: Path) -> Tuple[Optional[float], Optional[float]]:
-    """(mean seconds per epoch, peak RSS MB) from cost.json, else metrics.json; None if none."""
-    cost = read_json(Path(run_dir) / COST_NAME)
+_UNREAD = object()
+
+
+def measurement(run_dir: Path, cost: Any = _UNREAD) -> Tuple[Optional[float], Optional[float]]:
+    """
+    (mean seconds per epoch, peak RSS MB) from cost.json, else metrics.json; None if none.
+    `cost`: cost.json's content when the caller has read it already.
+    """
+    if cost is _UNREAD:
+        cost = read_json(Path(run_dir) / COST_NAME)
     if isinstance(cost, dict) and (cost.get("mean_epoch_seconds") or cost.get("peak_rss_mb")):
         return cost.get("mean_epoch_seconds"), cost.get("peak_rss_mb")
     metrics = read_json(Path(run_dir) / METRICS_NAME)
@@ -717,7 +724,8 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
     config = read_json(run_dir / CONFIG_NAME)
     if not isinstance(config, dict):
         return None
-    seconds, rss = measurement(run_dir)
+    cost = read_json(run_dir / COST_NAME)
+    seconds, rss = measurement(run_dir, cost)
     if seconds is None and rss is None:
         return None
     name, _ = parse_run_name(run_dir.parent.name)
@@ -728,7 +736,7 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
     if mode is None or plan.data is None or encoder is None or encoder.work_scale is None:
         return None
     first = None
-    epochs = (read_json(run_dir / COST_NAME) or {}).get("epoch_seconds")
+    epochs = cost.get("epoch_seconds") if isinstance(cost, dict) else None
     if mode == "fe" and plan.cache_config is not None and isinstance(epochs, list) and epochs:
         # The first epoch runs the encoder and stores the features; the later ones read them.
         first = float(epochs[0])
