@@ -23,10 +23,18 @@ LINT_PATHS := allennlp_tune allennlp_tune_preimport.py setup.py tests scripts be
 
 # The stamp is per lock, so that installing another lock into the same VENV reinstalls.
 STAMP := $(VENV)/.installed-$(notdir $(LOCK))
+# SEED_VENV (optional): an installed venv that a new VENV starts as a copy of
+# (scripts/seed_venv.sh), so that pip fetches only the pins that differ; the modern lane
+# (.ci/modern_lane.sh) seeds .venv-modern from .venv.
+SEED_VENV ?=
 install: $(STAMP)
 
 $(STAMP): $(LOCK) setup.py
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	if [ ! -x $(BIN)/python ]; then \
+	  if [ -n "$(SEED_VENV)" ] && [ -x "$(SEED_VENV)/bin/python" ]; then \
+	    bash scripts/seed_venv.sh $(SEED_VENV) $(VENV); \
+	  else $(PYTHON) -m venv $(VENV); fi; \
+	fi
 	$(PIP_INSTALL) -q -r $(LOCK)
 	$(PIP_INSTALL) -q --no-build-isolation -e .
 	$(BIN)/python scripts/check_lock.py $(LOCK)
@@ -45,11 +53,12 @@ check-lock: install
 fixtures: install
 	$(BIN)/python scripts/make_fixtures.py
 
-# Lint, then the whole suite. Tests that need ../shared/data or the MiniLM package skip
-# themselves when those are absent and say so.
+# Lint, then the whole suite, and the 15 slowest tests. Tests that need ../shared/data or the
+# MiniLM package skip themselves when those are absent and say so. PYTEST_ARGS adds pytest
+# options (the modern lane's -k).
 test: install
 	$(BIN)/ruff check $(LINT_PATHS)
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS) tests
 
 lint: install
 	$(BIN)/ruff check $(LINT_PATHS)
