@@ -32,9 +32,17 @@ if [[ -n "${MODERN_TESTS:-}" ]]; then
   read -r -a SELECTION <<<"$MODERN_TESTS"
   "$VENV/bin/python" -m pytest -q -p no:cacheprovider -rfEs "${SELECTION[@]}"
 else
-  # Every test but 33 of the ELMo configs' trainings (sick_e_elmo_fe and conll2003_elmo_ft_crf
-  # stay): ELMo reaches neither transformers nor huggingface_hub, and the locked lane trains
-  # every config.
-  make test LOCK="$LOCK" VENV="$VENV" PYTEST_ARGS="-k 'not (test_config_trains_evaluates_and_predicts and elmo) or sick_e_elmo_fe or conll2003_elmo_ft_crf'"
+  # Every test but (the locked lane runs all of them, on the same code):
+  # - 33 of the ELMo configs' trainings (sick_e_elmo_fe and conll2003_elmo_ft_crf stay): ELMo
+  #   reaches neither transformers nor huggingface_hub;
+  # - the grid / search / compare orchestration files (tune-grid, tune-search, tune-compare end
+  #   to end: at least 9 of the locked lane's 35 minutes of tests on this 2-core machine, and
+  #   six of the suite's ten slowest tests): they drive `allennlp train` in subprocesses and
+  #   read its files, the same on either stack.
+  #   The embedders, readers, predictors, configs, commands and compat tests all run.
+  make test LOCK="$LOCK" VENV="$VENV" PYTEST_ARGS="--ignore=tests/results/test_compare.py \
+    --ignore=tests/results/test_grid.py --ignore=tests/results/test_grid_writers.py \
+    --ignore=tests/results/test_search.py \
+    -k 'not (test_config_trains_evaluates_and_predicts and elmo) or sick_e_elmo_fe or conll2003_elmo_ft_crf'"
 fi
 say "tests passed (wall $(( $(date +%s) - start )) s)"
