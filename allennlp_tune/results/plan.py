@@ -695,15 +695,12 @@ def _duration_seconds(text: Any) -> Optional[float]:
     return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-_UNREAD = object()
-
-
-def measurement(run_dir: Path, cost: Any = _UNREAD) -> Tuple[Optional[float], Optional[float]]:
+def measurement(run_dir: Path, cost: Any = None) -> Tuple[Optional[float], Optional[float]]:
     """
     (mean seconds per epoch, peak RSS MB) from cost.json, else metrics.json; None if none.
     `cost`: cost.json's content when the caller has read it already.
     """
-    if cost is _UNREAD:
+    if cost is None:
         cost = read_json(Path(run_dir) / COST_NAME)
     if isinstance(cost, dict) and (cost.get("mean_epoch_seconds") or cost.get("peak_rss_mb")):
         return cost.get("mean_epoch_seconds"), cost.get("peak_rss_mb")

@@ -463,7 +463,8 @@ def run_search(
         raise ConfigurationError("Give a sampler or a sampler seed, not both.")
     study = _open_study(storage, study_name, direction, sampler, pruner)
     if sampler_seed is not None:
-        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + len(study.trials))
+        done = len(study.get_trials(deepcopy=False))
+        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + done)
     if study.direction.name.lower() != direction:
         raise ConfigurationError(
             f"Study {study_name!r} in {_public_url(storage)} was created to "
