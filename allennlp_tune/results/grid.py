@@ -18,8 +18,9 @@ would not fit its disk budget, naming the setting to change (`plan=False`: no pl
 
 Resuming, after a crash, a kill or Ctrl-C:
 
-- a *complete* run (`model.tar.gz`, `metrics.json` and `tune_run.json` with status "ok") is
-  skipped;
+- a *complete* run (`metrics.json` and `tune_run.json` with status "ok") is skipped, also
+  when its `model.tar.gz` was deleted to free disk (the grid says so once per run: delete the
+  run's folder to train it again);
 - a *partial* run directory (no `tune_run.json`: the run that was in progress) is renamed to
   `seed_<k>.incomplete-<timestamp>` together with the log of that attempt, and the run starts
   again. Nothing is deleted and `--force` is never used, so a directory a user made by hand is
@@ -764,6 +765,11 @@ def run_grid(
                 pending_log = run_dir.with_name(f"seed_{seed}.log")
                 bar.set_postfix_str(f"{stem} seed {seed}")
                 if is_complete(run_dir):
+                    if not (run_dir / ARCHIVE_NAME).is_file():
+                        bar.write(
+                            f"{tool}: {run_dir} finished earlier but has no {ARCHIVE_NAME} any "
+                            "more; kept as it is (delete that folder to train it again)"
+                        )
                     result.skipped.append(run_dir)
                     bar.update()
                     continue

@@ -213,13 +213,14 @@ def write_json(path: Path, data: Dict[str, Any]) -> None:
 
 
 def is_complete(run_dir: Path) -> bool:
-    """A tune-grid run is complete when it has its archive, its metrics and status "ok"."""
+    """
+    A tune-grid run is complete when it has its metrics and status "ok". Its archive is not
+    required: tune_run.json is written after training has archived the model, so a finished run
+    without `model.tar.gz` is one whose archive was deleted (to free disk) and is not trained
+    again (the grid says so; delete the run's folder to train it again).
+    """
     info = read_json(run_dir / RUN_INFO_NAME) or {}
-    return (
-        info.get("status") == OK
-        and (run_dir / ARCHIVE_NAME).is_file()
-        and (run_dir / METRICS_NAME).is_file()
-    )
+    return info.get("status") == OK and (run_dir / METRICS_NAME).is_file()
 
 
 def timestamp() -> str:

@@ -100,6 +100,28 @@ def test_interrupted_grid_reruns_only_unfinished_runs(tmp_path, configs):
     assert third.calls == []
 
 
+def test_a_finished_run_whose_archive_was_deleted_is_not_trained_again(
+    tmp_path, configs, capsys
+):
+    """Deleting model.tar.gz to free disk, then asking for more seeds, trains only the new ones."""
+    results = tmp_path / "results"
+    run_grid(configs[:1], [1], results, runner=FakeTraining())
+    (results / "sick_e_bow_fe" / "seed_1" / "model.tar.gz").unlink()
+    capsys.readouterr()
+    more = FakeTraining()
+    result = run_grid(configs[:1], [1, 2], results, runner=more)
+    assert more.calls == [("sick_e_bow_fe", 2)]
+    assert result.moved_aside == [] and len(result.skipped) == 1
+    assert status(results / "sick_e_bow_fe" / "seed_1") == "ok"
+    captured = capsys.readouterr()
+    assert "seed_1 finished earlier but has no model.tar.gz" in captured.out + captured.err
+    # A run stopped before it wrote tune_run.json is still trained again.
+    (results / "sick_e_bow_fe" / "seed_2" / "tune_run.json").unlink()
+    again = FakeTraining()
+    result = run_grid(configs[:1], [1, 2], results, runner=again)
+    assert again.calls == [("sick_e_bow_fe", 2)] and len(result.moved_aside) == 1
+
+
 def test_failed_run_is_recorded_and_the_grid_goes_on(tmp_path, configs):
     results = tmp_path / "results"
     first = FakeTraining(fail={("sick_e_bow_fe", 1)})
