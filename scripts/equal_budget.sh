@@ -34,7 +34,11 @@
 # (TUNE_MAX_INSTANCES of every run), EXT_VARS (more ext vars for every trial and seed run, as
 # NAME=VALUE words: EXT_VARS="TUNE_CUDA_DEVICE=0" on a GPU), SEARCH_SEED, PRUNING=1
 # (tune-search --pruning: a pruned trial still counts as one of the TRIALS), SPACE_<MODE> (e.g.
-# SPACE_FT="TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=2:4"), BIN (default .venv/bin).
+# SPACE_FT="TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=2:4"), START_<MODE> (settings each search tries
+# first, as tune-search --enqueue, several separated by ';': START_FT="TUNE_LR=1e-4 TUNE_EPOCHS=5"
+# puts MiniLM's fixed recipe among ft's trials, so the search ends no worse than it; they count
+# among the TRIALS, and a study that has them already does not run them again), BIN (default
+# .venv/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -170,6 +174,11 @@ for mode in $MODES; do
   echo "# $mode: $TRIALS trials over $(space "$mode") ($done_trials finished before)"
   if [ "$remaining" -gt 0 ]; then
     search=(--trials "$remaining" --seed "$SEARCH_SEED" --sampler-seed 1)
+    start="START_${mode^^}"
+    IFS=';' read -ra starts <<< "${!start:-}"
+    for settings in "${starts[@]}"; do
+      [[ "$settings" =~ [^[:space:]] ]] && search+=(--enqueue "$(echo $settings)")
+    done
     [ "${PRUNING:-0}" = 1 ] && search+=(--pruning)
     run $BIN/allennlp tune-search "$config" --study-name "$study" "${params[@]}" "${search[@]}" \
       --results-dir "$RESULTS/search" "${ENCODER_VARS[@]}"

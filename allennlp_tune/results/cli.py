@@ -369,6 +369,15 @@ def add_search_parser(parser: argparse._SubParsersAction, name: str) -> argparse
         default=None,
         help="seed of TPE (plus the study's trials so far, so that a resumed search draws anew)",
     )
+    subparser.add_argument(
+        "--enqueue",
+        action="append",
+        default=[],
+        metavar="'NAME=VALUE ...'",
+        help="settings to try first (repeatable; a value for every --param, e.g. "
+        "--enqueue 'TUNE_LR=1e-4 TUNE_EPOCHS=5' for the config's own recipe); they count among "
+        "--trials and are skipped when the study already has them",
+    )
     _add_keep_checkpoints_argument(subparser)
     subparser.set_defaults(func=search_main)
     return subparser
@@ -388,11 +397,12 @@ def search_main(args: argparse.Namespace) -> None:
         )
 
     from allennlp_tune.results.grid import parse_ext_vars
-    from allennlp_tune.results.search import SearchParam, describe, run_search
+    from allennlp_tune.results.search import SearchParam, describe, parse_settings, run_search
 
     try:
         params = [SearchParam.parse(spec) for spec in args.param]
         ext_vars = parse_ext_vars(args.ext_var)
+        enqueue = [parse_settings(text, params) for text in args.enqueue]
         if args.trials < 1:
             raise ConfigurationError(f"--trials {args.trials}: give at least 1.")
         result = run_search(
@@ -408,6 +418,7 @@ def search_main(args: argparse.Namespace) -> None:
             overrides=args.overrides,
             sampler_seed=args.sampler_seed,
             keep_checkpoints=args.keep_checkpoints,
+            enqueue=enqueue,
         )
     except ConfigurationError as error:
         _fail("tune-search", error)

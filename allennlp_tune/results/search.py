@@ -9,6 +9,9 @@ Each `--param` names an ext var the config reads with `std.extVar` and its range
 
 Values reach the config as strings, like every ext var (read numbers with `std.parseJson`).
 `TUNE_SEED` is the seed (`--seed`, default 1); `--ext-var KEY=VALUE` fixes others.
+`--enqueue "TUNE_LR=1e-4 TUNE_EPOCHS=5"` (a value for every `--param`) runs those settings first,
+within `--trials`, unless the study already has a trial with them (queued, running, complete or
+pruned; a failed one is tried again): `enqueue_settings`, over Optuna's `enqueue_trial`.
 
 Trials run one after another in the worker process: AllenNLP's `train_model` with the trial's
 ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok", "pruned"
@@ -137,6 +140,32 @@ class SearchParam:
             return str(trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log))
         return repr(trial.suggest_float(self.name, self.low, self.high, log=self.log))
 
+    def value(self, text: str, source: str) -> Any:
+        """
+        `text` as a value of this parameter, as the trial would suggest it (float, int or
+        choice), for `--enqueue`; `source` names where it came from in the error.
+        """
+        if self.choices is not None:
+            if text not in self.choices:
+                raise ConfigurationError(
+                    f"{source}: {self.name}={text} is not one of the --param choices "
+                    f"{', '.join(self.choices)}."
+                )
+            return text
+        try:
+            value: Any = int(text) if self.integer else float(text)
+        except ValueError:
+            kind = "an integer" if self.integer else "a number"
+            raise ConfigurationError(
+                f"{source}: {self.name}={text} is not {kind} (its --param is a range)."
+            ) from None
+        if not (self.low <= value <= self.high):
+            raise ConfigurationError(
+                f"{source}: {self.name}={text} is outside its --param range "
+                f"{self.low:g}..{self.high:g}; widen the range or change the value."
+            )
+        return value
+
     def examples(self) -> Tuple[str, str]:
         """Two different values, to check that the config reads this ext var."""
         if self.choices is not None:
@@ -144,6 +173,74 @@ class SearchParam:
         if self.integer:
             return str(int(self.low)), str(int(self.high))
         return repr(self.low), repr(self.high)
+
+
+def parse_settings(text: str, params: Sequence[SearchParam]) -> Dict[str, Any]:
+    """
+    One `--enqueue` value, `"NAME=VALUE NAME=VALUE ..."` with a value for every searched
+    parameter and nothing else, as the Optuna params of a trial to run first.
+    """
+    source = f"--enqueue {text!r}"
+    by_name = {param.name: param for param in params}
+    settings: Dict[str, Any] = {}
+    for word in text.split():
+        name, equals, value = word.partition("=")
+        if not equals or not value:
+            raise ConfigurationError(f"{source}: {word!r} is not NAME=VALUE.")
+        if name not in by_name:
+            raise ConfigurationError(
+                f"{source}: {name} is not searched (the --param names are "
+                f"{', '.join(by_name)}); fix a value with --ext-var instead."
+            )
+        if name in settings:
+            raise ConfigurationError(f"{source}: {name} is given twice.")
+        settings[name] = by_name[name].value(value, source)
+    missing = [name for name in by_name if name not in settings]
+    if missing:
+        raise ConfigurationError(f"{source}: give a value for {', '.join(missing)} as well.")
+    return settings
+
+
+def enqueue_settings(study: Any, settings: Sequence[Dict[str, Any]]) -> int:
+    """
+    Puts each of `settings` in the study's queue, so that the next trials run them before the
+    sampler draws, unless a trial with the same values is already queued, running, complete
+    or pruned (so a resumed search does not run them again; a failed one is tried again).
+    Returns how many were queued.
+    """
+    import optuna
+
+    states = (
+        optuna.trial.TrialState.WAITING,
+        optuna.trial.TrialState.RUNNING,
+        optuna.trial.TrialState.COMPLETE,
+        optuna.trial.TrialState.PRUNED,
+    )
+    known = []
+    for trial in study.get_trials(deepcopy=False, states=states):
+        # A waiting trial has its values as fixed_params, not yet as params.
+        known.append({**trial.system_attrs.get("fixed_params", {}), **trial.params})
+
+    def same(left: Dict[str, Any], right: Dict[str, Any]) -> bool:
+        if left.keys() != right.keys():
+            return False
+        for name, value in left.items():
+            other = right[name]
+            if isinstance(value, str) or isinstance(other, str):
+                if value != other:
+                    return False
+            elif not math.isclose(float(value), float(other), rel_tol=1e-12, abs_tol=0.0):
+                return False
+        return True
+
+    queued = 0
+    for values in settings:
+        if any(same(values, previous) for previous in known):
+            continue
+        study.enqueue_trial(values)
+        known.append(values)
+        queued += 1
+    return queued
 
 
 @dataclass
@@ -417,6 +514,7 @@ def run_search(
     sampler: Any = None,
     keep_checkpoints: bool = False,
     sampler_seed: Optional[int] = None,
+    enqueue: Sequence[Dict[str, Any]] = (),
 ) -> SearchResult:
     """
     Runs `trials` trials of the study `study_name` in this process (see the module docstring).
@@ -426,7 +524,9 @@ def run_search(
     the same seed, and a resumed one goes on to new draws instead of repeating the first ones
     (a seeded sampler restarts its random sequence in every process). Unless
     `keep_checkpoints`, a completed trial keeps only its archive and a pruned one no weights at
-    all (`tidy.tidy_run_dir`); a failed one keeps all.
+    all (`tidy.tidy_run_dir`); a failed one keeps all. `enqueue` (Optuna params, see
+    `parse_settings`) are run first, as part of `trials`, unless the study already has them
+    (`enqueue_settings`): e.g. the config's own defaults, so the search ends no worse than them.
     The trials of this worker share a feature cache, `DIR/<study>/.feature_cache-<worker>`, unless
     `TUNE_FEATURE_CACHE_DIR` is set in the environment or `ext_vars`; it is removed when the
     worker stops (kept with `keep_checkpoints`).
@@ -480,6 +580,8 @@ def run_search(
             f"Study {study_name!r} optimises {recorded_metric!r}, but {config}'s "
             f"validation_metric is {metric!r}: use another --study-name."
         )
+    if enqueue:
+        enqueue_settings(study, enqueue)
 
     study_dir = results_dir / study_name
     study_dir.mkdir(parents=True, exist_ok=True)

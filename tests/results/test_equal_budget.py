@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from allennlp_tune.results.grid import parse_ext_vars
-from allennlp_tune.results.search import SearchParam, check_config
+from allennlp_tune.results.search import SearchParam, check_config, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "equal_budget.sh"
@@ -138,3 +138,20 @@ def test_ext_vars_reach_every_trial_and_seed_and_bad_words_are_refused(tmp_path)
     )  # fmt: skip
     assert completed.returncode == 2
     assert "EXT_VARS word 'TUNE_CUDA_DEVICE' is not NAME=VALUE" in completed.stderr
+
+
+def test_start_settings_reach_their_modes_search_as_enqueue(tmp_path):
+    commands = dry_run(
+        "--modes", "fe ft", "mrpc", "3", "2", results=tmp_path,
+        START_FT="TUNE_LR=1e-4  TUNE_EPOCHS=5 ; TUNE_LR=2e-5 TUNE_EPOCHS=3;",
+    )  # fmt: skip
+    searches = {c[2].split("_")[-1][:2]: c for c in commands if c[1:2] == ["tune-search"]}
+    assert option_values(searches["ft"], "--enqueue") == [
+        "TUNE_LR=1e-4 TUNE_EPOCHS=5",
+        "TUNE_LR=2e-5 TUNE_EPOCHS=3",
+    ]
+    assert option_values(searches["fe"], "--enqueue") == []
+    # What the script passes, tune-search accepts for that mode's search space.
+    params = [SearchParam.parse(p) for p in option_values(searches["ft"], "--param")]
+    for text in option_values(searches["ft"], "--enqueue"):
+        assert set(parse_settings(text, params)) == {"TUNE_LR", "TUNE_EPOCHS"}

@@ -17,6 +17,8 @@ from allennlp_tune.results.report import render_markdown, report_from_dirs
 from allennlp_tune.results.search import (
     SearchParam,
     check_config,
+    enqueue_settings,
+    parse_settings,
     run_search,
     storage_with_driver,
 )
@@ -294,3 +296,76 @@ def test_a_seeded_search_resumed_draws_new_settings(tmp_path, tiny_config, tiny_
     with pytest.raises(ConfigurationError, match="not both"):
         run_search(tiny_config, params, trials=1, study_name="both", results_dir=tmp_path,
                    ext_vars=fixed, sampler=random, sampler_seed=7)  # fmt: skip
+
+
+def test_enqueued_settings_run_first_and_only_once(tmp_path, tiny_config, tiny_ext_vars):
+    """
+    --enqueue: the settings run as the study's first trial (and reach the config), count among
+    the trials, and a resumed search with the same --enqueue does not run them again.
+    """
+    fixed = {key: tiny_ext_vars[key] for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")}
+    fixed.update(TUNE_EPOCHS="1", TUNE_DROPOUT="0.0")
+    params = [SearchParam.parse(LR)]
+    recipe = parse_settings("TUNE_LR=0.05", params)
+
+    def search(trials):
+        run_search(tiny_config, params, trials=trials, study_name="s", results_dir=tmp_path,
+                   ext_vars=fixed, sampler_seed=7, enqueue=[recipe])  # fmt: skip
+        return optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/optuna.db")
+
+    study = search(2)
+    assert [t.params["TUNE_LR"] for t in study.trials][0] == 0.05
+    assert len(study.trials) == 2 and study.trials[1].params["TUNE_LR"] != 0.05
+    info = json.loads((tmp_path / "s" / "trial_0" / "tune_run.json").read_text())
+    assert info["ext_vars"]["TUNE_LR"] == "0.05"
+    config = json.loads((tmp_path / "s" / "trial_0" / "config.json").read_text())
+    assert config["trainer"]["optimizer"]["lr"] == 0.05
+    study = search(1)
+    assert len(study.trials) == 3 and study.trials[2].params["TUNE_LR"] != 0.05
+
+
+def test_enqueue_skips_settings_the_study_has_and_retries_failed_ones():
+    params = [SearchParam.parse(LR), SearchParam.parse("TUNE_EPOCHS=2:3")]
+    first = parse_settings("TUNE_LR=0.01 TUNE_EPOCHS=2", params)
+    second = parse_settings("TUNE_EPOCHS=3 TUNE_LR=0.02", params)
+    study = optuna.create_study()
+    distributions = {
+        "TUNE_LR": optuna.distributions.FloatDistribution(1e-3, 1e-1, log=True),
+        "TUNE_EPOCHS": optuna.distributions.IntDistribution(2, 3),
+    }
+    study.add_trial(optuna.trial.create_trial(
+        state=optuna.trial.TrialState.COMPLETE, value=0.5, params=first,
+        distributions=distributions,
+    ))  # fmt: skip
+    study.add_trial(optuna.trial.create_trial(
+        state=optuna.trial.TrialState.FAIL, params=second, distributions=distributions,
+    ))  # fmt: skip
+    # The complete one is not queued again; the failed one is; a second call queues nothing.
+    assert enqueue_settings(study, [first, second]) == 1
+    waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+    assert [t.system_attrs["fixed_params"] for t in waiting] == [second]
+    assert enqueue_settings(study, [first, second]) == 0
+    # A value that differs in the last digit is another setting.
+    assert enqueue_settings(study, [{**first, "TUNE_LR": 0.010000001}]) == 1
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("TUNE_LR=0.01", "give a value for TUNE_EPOCHS"),
+        ("TUNE_LR=0.5 TUNE_EPOCHS=2", "outside its --param range"),
+        ("TUNE_LR=0.01 TUNE_EPOCHS=2.5", "is not an integer"),
+        ("TUNE_LR=fast TUNE_EPOCHS=2", "is not a number"),
+        ("TUNE_LR=0.01 TUNE_EPOCHS=2 TUNE_SEED=3", "TUNE_SEED is not searched"),
+        ("TUNE_LR=0.01 TUNE_LR=0.02 TUNE_EPOCHS=2", "TUNE_LR is given twice"),
+        ("TUNE_LR 0.01", "'TUNE_LR' is not NAME=VALUE"),
+        ("TUNE_LR=0.01 TUNE_DROPOUT=0.2 TUNE_EPOCHS=2", "not one of the --param choices"),
+    ],
+)
+def test_enqueue_settings_that_do_not_fit_the_params_are_refused(text, message):
+    params = [SearchParam.parse(p) for p in (LR, "TUNE_EPOCHS=2:3", "TUNE_DROPOUT=0.0,0.5")]
+    if "TUNE_DROPOUT" not in text and "not one of" not in message:
+        params = params[:2]
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        parse_settings(text, params)
+    assert f"--enqueue {text!r}" in str(caught.value)
