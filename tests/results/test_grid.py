@@ -100,9 +100,7 @@ def test_interrupted_grid_reruns_only_unfinished_runs(tmp_path, configs):
     assert third.calls == []
 
 
-def test_a_finished_run_whose_archive_was_deleted_is_not_trained_again(
-    tmp_path, configs, capsys
-):
+def test_a_finished_run_whose_archive_was_deleted_is_not_trained_again(tmp_path, configs, capsys):
     """Deleting model.tar.gz to free disk, then asking for more seeds, trains only the new ones."""
     results = tmp_path / "results"
     run_grid(configs[:1], [1], results, runner=FakeTraining())
