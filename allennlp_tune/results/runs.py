@@ -294,12 +294,23 @@ SEED_KEYS = ("random_seed", "numpy_seed", "pytorch_seed")
 PLACEMENT_KEYS = ("trainer.cuda_device", "distributed.cuda_devices")
 
 
+def _is_data_file(key: str) -> bool:
+    """`train_data_path`, or a file a dataset reader reads (`dataset_reader.ids_file`)."""
+    parts = key.split(".")
+    if parts[-1].endswith("_data_path"):
+        return True
+    return parts[0] in ("dataset_reader", "validation_dataset_reader") and parts[-1].endswith(
+        "_file"
+    )
+
+
 def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
     """
     A run's `config.json` flattened to `{"trainer.optimizer.lr": "0.0001", ...}` (list items by
     index, values as JSON), without the seeds, which are what tells the seeds of a cell apart,
-    and without the devices it ran on (`PLACEMENT_KEYS`). Data paths count by file name only, so
-    one data folder reached by two paths is no difference.
+    and without the devices it ran on (`PLACEMENT_KEYS`). Data paths (`*_data_path`, and a
+    dataset reader's `*_file`, such as MRPC's `ids_file`) count by file name only, so one data
+    folder reached by two paths (a GPU machine's copy and this one's) is no difference.
     The report compares these between the runs of a cell, to flag cells that average runs trained
     with different settings (two learning rates, say).
     """
@@ -314,7 +325,7 @@ def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
         elif isinstance(value, list) and value:
             for index, item in enumerate(value):
                 walk(f"{prefix}.{index}", item)
-        elif prefix.endswith("_data_path") and isinstance(value, str):
+        elif _is_data_file(prefix) and isinstance(value, str):
             flat[prefix] = json.dumps(os.path.basename(value.rstrip("/")))
         else:
             flat[prefix] = json.dumps(value, sort_keys=True)

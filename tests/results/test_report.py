@@ -148,6 +148,8 @@ def test_cells_mixing_settings_or_repeating_a_seed_are_flagged(tmp_path, make_ru
         run_dir = make_run(tmp_path / root / "sick_e_bert_ft" / f"seed_{seed}", seed, value)
         config = json.loads((run_dir / "config.json").read_text())
         config.update(numpy_seed=seed * 10, train_data_path=data)
+        ids = data.replace("train.txt", "dev_ids.tsv")  # a reader's file, as MRPC's ids_file
+        config["dataset_reader"] = {"type": "mrpc", "ids_file": ids, "ids": "exclude"}
         config["trainer"]["optimizer"] = {"type": "adamw", "lr": lr}
         config["trainer"]["cuda_device"] = device
         (run_dir / "config.json").write_text(json.dumps(config))
