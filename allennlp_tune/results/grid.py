@@ -538,6 +538,8 @@ def write_dev_predictions(
     from allennlp.models.archival import load_archive
     from allennlp.predictors import Predictor
 
+    from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
+
     run_dir = Path(run_dir)
     archive_path = run_dir / ARCHIVE_NAME
     if not tarfile.is_tarfile(archive_path):
@@ -546,6 +548,14 @@ def write_dev_predictions(
     if cuda_device is None:
         cuda_device = prediction_device(config)
     archive = load_archive(str(archive_path), cuda_device=cuda_device)
+    # The pass reads the feature cache but does not grow it. An archive whose encoder was
+    # fine-tuned (sf, or any schedule that starts frozen) loads in its frozen first stage, so
+    # the cache applies, keyed by the tuned weights: writing would store the whole dev set once
+    # more per run, for features no other run can read.
+    for module in archive.model.modules():
+        cache = getattr(module, "feature_cache", None)
+        if isinstance(cache, FeatureCache):
+            cache.read_only("dev predictions of a finished run")
     data_path = archive.config.get("validation_data_path", None)
     if not data_path:
         raise ConfigurationError(f"{archive_path}: its config has no validation_data_path")

@@ -42,8 +42,11 @@ exact_state_dict = pytest.mark.skipif(
 )
 
 
-def train(config: str, run_dir: Path, monkeypatch, tmp_path: Path, epochs: int = 1) -> Dict:
-    """Trains `training_config/<config>.jsonnet` on the fixtures with the `tune_cost` callback."""
+def train(
+    config: str, run_dir: Path, monkeypatch, tmp_path: Path, epochs: int = 1, **trainer
+) -> Dict:
+    """Trains `training_config/<config>.jsonnet` on the fixtures with the `tune_cost` callback
+    (and the `trainer` keys given)."""
     torch.set_num_threads(1)
     cased = config.startswith("conll2003")
     ext_vars = {
@@ -62,6 +65,7 @@ def train(config: str, run_dir: Path, monkeypatch, tmp_path: Path, epochs: int =
     if {"type": "tune_cost"} not in callbacks:  # whether or not the trainers ship it
         callbacks.append({"type": "tune_cost"})
     params["trainer"]["callbacks"] = callbacks
+    params["trainer"].update(trainer)
     train_model(Params(params), serialization_dir=str(run_dir))
     return json.loads((run_dir / "cost.json").read_text())
 
@@ -129,14 +133,33 @@ def test_fine_tuning_trains_every_parameter(tmp_path, monkeypatch):
     assert cost["encoder_trainable_params"] == cost["encoder_params"]
 
 
-def test_stack_then_finetune_counts_the_most_it_trained(tmp_path, monkeypatch):
+def test_stack_then_finetune_counts_the_most_it_trained_and_predicts_without_caching_again(
+    tmp_path, monkeypatch
+):
     # Epoch 0 frozen, epoch 1 fine-tunes everything: the maximum is every parameter.
     run_dir = tmp_path / "run"
-    cost = train("sst2_bert_sf", run_dir, monkeypatch, tmp_path, epochs=2)
+    # The best epoch by loss is the fine-tuned one (accuracy ties on the fixture's dev set).
+    cost = train(
+        "sst2_bert_sf", run_dir, monkeypatch, tmp_path, epochs=2, validation_metric="-loss"
+    )
     assert cost["trainable_params"] == cost["total_params"]
     assert cost["epochs"] == len(cost["epoch_seconds"]) == 2
     phases = read_lines(run_dir / "adaptation.jsonl")
     assert phases[0]["trainable_groups"] == 0 and phases[-1]["trainable_groups"] > 0
+
+    # The archived weights are the fine-tuned ones; reloaded, the model starts in sf's frozen
+    # first stage, so its feature cache applies, keyed by those weights. The dev predictions
+    # read the cache but add nothing to it: the whole dev set stored once more per run, for
+    # features no later run asks for.
+    assert json.loads((run_dir / "metrics.json").read_text())["best_epoch"] == 1
+    entries = sorted((tmp_path / "cache").rglob("*.f16"))
+    assert entries  # the frozen epoch cached the train and dev features
+    assert write_dev_predictions(run_dir) == len(sst2_dev_labels())
+    assert sorted((tmp_path / "cache").rglob("*.f16")) == entries
+    lines = read_lines(run_dir / "dev_predictions.jsonl")
+    accuracy = sum(line["gold"] == line["prediction"] for line in lines) / len(lines)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert accuracy == pytest.approx(metrics["best_validation_accuracy"])
 
 
 def test_tagging_predictions_are_tag_lists_per_word(tmp_path, monkeypatch):

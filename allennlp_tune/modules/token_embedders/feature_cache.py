@@ -607,8 +607,16 @@ class FeatureCache:
 
     @property
     def stopped(self) -> Optional[str]:
-        """Why entries are no longer written (the budget was hit), or `None`."""
+        """Why entries are no longer written (the budget was hit, or `read_only`), or `None`."""
         return self._stopped
+
+    def read_only(self, reason: str) -> None:
+        """
+        From now on, entries are read but not written (the memory LRU still holds what is
+        computed), silently: for a one-off pass whose features no later run will ask for.
+        """
+        if self._stopped is None:
+            self._stopped = reason
 
     def stats(self) -> Dict[str, int]:
         return {
