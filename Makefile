@@ -55,10 +55,14 @@ fixtures: install
 
 # Lint, then the whole suite, and the 15 slowest tests. Tests that need ../shared/data or the
 # MiniLM package skip themselves when those are absent and say so. PYTEST_ARGS adds pytest
-# options (the modern lane's -k).
+# options (the modern lane's -k). PYTEST_WORKERS: pytest-xdist processes (default one per CPU;
+# 0 runs in this process, as before). --dist loadfile keeps a test file on one worker, so a
+# module fixture (a trained archive) is built once.
+PYTEST_WORKERS ?= auto
 test: install
 	$(BIN)/ruff check $(LINT_PATHS)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15 \
+	  -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests
 
 lint: install
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -72,6 +72,12 @@ if [[ ! -f "$stamp" ]]; then
 fi
 say "stack: $(stack_versions | awk -F== '{printf "%s %s, ", $1, $2}')python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())')"
 
+# pytest-xdist, as in the locked lane's `make test` (one worker per CPU); not part of the stock
+# stack, so it is added after the check above, and to a venv made before it was used here.
+if ! "$VENV/bin/python" -c "import xdist" 2>/dev/null; then
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q pytest-xdist==3.8.0 execnet==2.1.2
+fi
+
 # The tests. `allennlp` subprocesses must be this venv's.
 export PATH="$PWD/$VENV/bin:$PATH"
 # STOCK_TESTS=all: the whole suite. Default: the subset below, so that both lanes together stay
@@ -93,7 +99,8 @@ say "pytest ${SELECTION[*]}"
 log=$(mktemp)
 start=$(date +%s)
 set +e
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider -rfEs "${SELECTION[@]}" 2>&1 | tee "$log"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider -rfEs -n "${PYTEST_WORKERS:-auto}" \
+  --dist loadfile "${SELECTION[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 counts=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')
