@@ -149,6 +149,11 @@ def test_explicit_matching_size_builds_the_same_modules(name):
     same parameter names, shapes and, with the same seed, values."""
     case = CASES[name]
     vocab = _vocab(case)
+    # The first build of a model in a process can draw differently from the seeded stream (on
+    # the stock stack, torch 1.12, it did for esim_regression and tune_tagger, and only when no
+    # earlier test had built one): build once before comparing, so the result does not depend
+    # on which tests ran before in this process (pytest-xdist workers run few).
+    _build(vocab, _model_params(case.without))
     explicit = _build(vocab, _model_params(case.config))
     derived = _build(vocab, _model_params(case.without))
     assert _layer(derived, case.layer).get_input_dim() == case.dim
@@ -157,11 +162,6 @@ def test_explicit_matching_size_builds_the_same_modules(name):
     assert {k: v.shape for k, v in explicit_state.items()} == {
         k: v.shape for k, v in derived_state.items()
     }
-    if name == "tune_tagger" and int(torch.__version__.split(".")[0]) < 2:
-        pytest.skip(
-            "stock AllenNLP stack (torch 1.12, transformers 4.20): the two builds draw the "
-            "tagger's LSTM from different points of the random stream; names and shapes agree"
-        )
     for key, value in explicit_state.items():
         assert torch.equal(value, derived_state[key]), key
 
