@@ -75,7 +75,9 @@ say "stack: $(stack_versions | awk -F== '{printf "%s %s, ", $1, $2}')python $("$
 # pytest-xdist, as in the locked lane's `make test` (one worker per CPU); not part of the stock
 # stack, so it is added after the check above, and to a venv made before it was used here.
 if ! "$VENV/bin/python" -c "import xdist" 2>/dev/null; then
-  "$VENV/bin/python" -m pip install --disable-pip-version-check -q pytest-xdist==3.8.0 execnet==2.1.2
+  # The versions of requirements/lock.txt, so the two lanes run the same pytest-xdist.
+  mapfile -t XDIST < <(grep -E '^(pytest-xdist|execnet)==' requirements/lock.txt)
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q "${XDIST[@]}"
 fi
 
 # The tests. `allennlp` subprocesses must be this venv's.

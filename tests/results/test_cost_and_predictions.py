@@ -151,14 +151,14 @@ def test_stack_then_finetune_counts_the_most_it_trained_and_predicts_without_cac
     # first stage, so its feature cache applies, keyed by those weights. The dev predictions
     # read the cache but add nothing to it: the whole dev set stored once more per run, for
     # features no later run asks for.
-    assert json.loads((run_dir / "metrics.json").read_text())["best_epoch"] == 1
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["best_epoch"] == 1
     entries = sorted((tmp_path / "cache").rglob("*.f16"))
     assert entries  # the frozen epoch cached the train and dev features
     assert write_dev_predictions(run_dir) == len(sst2_dev_labels())
     assert sorted((tmp_path / "cache").rglob("*.f16")) == entries
     lines = read_lines(run_dir / "dev_predictions.jsonl")
     accuracy = sum(line["gold"] == line["prediction"] for line in lines) / len(lines)
-    metrics = json.loads((run_dir / "metrics.json").read_text())
     assert accuracy == pytest.approx(metrics["best_validation_accuracy"])
 
 
