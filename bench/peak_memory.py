@@ -1,9 +1,11 @@
 """
 Peak memory of one call, measured in a fresh process: the call runs in a child started with
 `spawn` (nothing inherited from the parent's heap), and the child's peak resident set size
-(`ru_maxrss`: libraries, model weights, activations, allocator caches, all of it) comes back
-with the call's result. Side-by-side comparisons run each side in its own child, one after the
-other, so neither side's memory is counted in the other's figure.
+(libraries, model weights, activations, allocator caches, all of it) comes back with the
+call's result. On Linux the peak is `VmHWM` from /proc/self/status, not `ru_maxrss`: Linux
+carries `ru_maxrss` over fork and exec, so a child of a big parent (a pytest worker that has
+trained models) would report the parent's size. Side-by-side comparisons run each side in its
+own child, one after the other, so neither side's memory is counted in the other's figure.
 """
 
 import multiprocessing
@@ -18,7 +20,18 @@ def _child(queue, target: Callable, args: tuple) -> None:
     except BaseException as error:  # report, so the parent does not wait forever
         queue.put(("error", repr(error), 0.0))
         raise
-    queue.put(("ok", result, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    queue.put(("ok", result, _peak_mib()))
+
+
+def _peak_mib() -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # "VmHWM:    13628 kB"
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def in_fresh_process(target: Callable, *args: Any) -> Tuple[Any, float]:

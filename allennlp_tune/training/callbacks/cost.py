@@ -13,7 +13,7 @@ The `tune_cost` callback writes `cost.json` into the serialization directory aft
   "stored_params": 110664194,           // model.state_dict() at the end: what the archive keeps
   "epoch_seconds": [41.2, 40.8],        // wall seconds per epoch, validation included
   "mean_epoch_seconds": 41.0,
-  "peak_rss_mb": 2310.5,                // of the training process (ru_maxrss)
+  "peak_rss_mb": 2310.5,                // of the training process (VmHWM on Linux)
   "peak_gpu_mb": null,                  // torch.cuda.max_memory_allocated on CUDA, else null
   "epochs": 2,
   "finished": true                      // false while training (or when it was stopped)
@@ -73,7 +73,21 @@ def stored_parameters(model: torch.nn.Module) -> int:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size in MB (`ru_maxrss`: KB on Linux, bytes on macOS)."""
+    """
+    This process's peak resident set size in MB. On Linux it is `VmHWM` from /proc/self/status,
+    the high-water mark of this program's own memory. Not `ru_maxrss` there: Linux carries it
+    over fork and exec, so `allennlp train` started by a bigger parent (`tune-grid`, a test
+    worker) would report the parent's size as its own peak. Elsewhere `ru_maxrss` (KB, bytes
+    on macOS).
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    # "VmHWM:    13628 kB"
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     divisor = 1024 * 1024 if sys.platform == "darwin" else 1024
     return round(peak / divisor, 1)
