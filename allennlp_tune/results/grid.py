@@ -63,6 +63,7 @@ came from another process; `refuse_foreign_checkpoints`, which the plugin applie
 process started with `TUNE_GRID_FRESH_RUN=1`).
 """
 
+import contextlib
 import ctypes
 import fcntl
 import functools
@@ -80,7 +81,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from allennlp.common.checks import ConfigurationError
 
@@ -253,6 +254,28 @@ def _die_with_this_process() -> Optional[Callable[[], None]]:
     return preexec
 
 
+_TOKENIZERS_PARALLELISM = "TOKENIZERS_PARALLELISM"
+
+
+@contextlib.contextmanager
+def _quiet_tokenizers_fork() -> Iterator[None]:
+    """
+    Once a fast tokenizer has run in this process (the planner counts wordpieces), `tokenizers`
+    prints a four-line "the current process just got forked" warning to this process's stderr
+    at every fork, unless TOKENIZERS_PARALLELISM is set. The child here execs at once, so there
+    is nothing for the warning to protect: the variable is set for the fork alone. The child's
+    own environment is the `env` it is given, so its tokenizers behave as before.
+    """
+    if _TOKENIZERS_PARALLELISM in os.environ:
+        yield
+        return
+    os.environ[_TOKENIZERS_PARALLELISM] = "true"  # this process's own setting when unset
+    try:
+        yield
+    finally:
+        os.environ.pop(_TOKENIZERS_PARALLELISM, None)
+
+
 def train_subprocess(command: List[str], environment: Dict[str, str], log_path: Path) -> int:
     """
     Runs one training with stdout and stderr into `log_path`; stops the child on interrupt. The
@@ -261,15 +284,16 @@ def train_subprocess(command: List[str], environment: Dict[str, str], log_path: 
     lock_fd = environment.get(LOCK_FD_ENV)
     pass_fds = (int(lock_fd),) if lock_fd else ()
     with open(log_path, "w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            command,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            pass_fds=pass_fds,
-            preexec_fn=_die_with_this_process(),
-        )
+        with _quiet_tokenizers_fork():
+            process = subprocess.Popen(
+                command,
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                pass_fds=pass_fds,
+                preexec_fn=_die_with_this_process(),
+            )
         if lock_fd:
             _record_lock_holder(int(lock_fd), child_pid=process.pid, child_log=str(log_path))
         try:
