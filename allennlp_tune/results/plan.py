@@ -55,7 +55,10 @@ would overstate the need.
 Per mode, with `W` the train split's wordpieces, `L` x `H`^2 the encoder's FLOP scale and `P`
 the encoder's parameters:
 
-    seconds per epoch ~ a + b * W * L * H^2        peak RSS (MB) ~ c + d * P
+    seconds per epoch ~ a + b * W * L * H^2        peak RSS (MB) ~ c + d * P + g * N
+
+with `N` the train split's instances (the loaded dataset grows the process: 8 to 29 KB per
+SST-2 sentence on the growth bench, by mode; bench/README.md)
 
 and, for a cached `fe` run, its first epoch apart: `first_a + first_b * W * L * H^2`, with `a`
 and `b` then the epochs after it (on the full CoNLL-2003 split the first took 2.5x a later one).
@@ -75,7 +78,9 @@ finds the features stored and its first epoch is a cached one. Least squares whe
 a mode differ in `W * L * H^2` (or `P`) by more than 10%; otherwise only the slope can be told
 from them: `a = 0` (time proportional to the work) and `c = BASE_RSS_MB`, the measured peak RSS
 of a process that has imported torch, AllenNLP and this plugin and built nothing, with `d` the
-mean of `(rss - c) / P`.
+mean of `(rss - c) / P`. `g` is fitted (least squares beside `P`) where the runs differ in `N` by
+more than 10% and the slope is positive, else it is None (no per-instance term). Runs on a GPU
+(`cost.json`'s `peak_gpu_mb` set) are skipped: they say nothing about CPU time.
 
 It is a 2-core CPU estimate (`torch` with 2 threads, `cuda_device: -1`), and a rough one: the
 model knows the encoder's work but not the task head's (a cached fe epoch is mostly the head:
@@ -142,6 +147,8 @@ class ModeCost:
     # epochs. None for every other mode.
     first_a: Optional[float] = None
     first_b: Optional[float] = None
+    # Peak RSS MB per train instance; None where the runs did not tell it.
+    g: Optional[float] = None
 
     def epoch_seconds(self, work: Optional[float]) -> Optional[float]:
         if self.b is None or work is None:
@@ -153,41 +160,60 @@ class ModeCost:
             return None
         return (self.first_a or 0.0) + self.first_b * work
 
-    def peak_rss_mb(self, params: Optional[int]) -> Optional[float]:
+    def peak_rss_mb(
+        self, params: Optional[int], instances: Optional[int] = None
+    ) -> Optional[float]:
         if self.d is None or params is None:
             return None
-        return (self.c or 0.0) + self.d * params
+        per_instance = (self.g or 0.0) * instances if instances is not None else 0.0
+        return (self.c or 0.0) + self.d * params + per_instance
 
 
-# Fitted with `fit_cost_model` on this machine (2 CPU cores, no GPU) to the MiniLM
-# (all-MiniLM-L6-v2: L = 6, H = 384, P = 22,565,376) runs under runs/real/ that existed when
-# the planner was written (REFIT: `fit_cost_model(sorted(Path("runs/real").rglob("seed_*")))`,
-# then paste `format_cost_model(...)` here):
-# Fitted on 10 runs: tune-compare's SICK-E and STS-B fe / ft cells, 2 epochs each (shipped
-# tasks and the same data as a user's files: runs/real/compare, from metrics.json: they predate
-# cost.json), and the two SICK-E bitfit runs (runs/real/peft_lr, lr 1e-3: 5 epochs finished;
-# lr 3e-3: 1 epoch done at the fit), from cost.json. No lora or sf run had finished an epoch:
-# those modes print n/a. fe and ft: W spread 1.56x (SICK-E vs STS-B) but the least-squares line
-# had a negative intercept (the epoch times were contended: sts_b fe took 265 s per epoch in one
-# run and 68 s in the other), so a = 0 for all modes, and c = BASE_RSS_MB (one encoder).
-# The per-head entries are a second fit, on the full-split runs of docs/RESULTS.md section 12
-# (runs/real/full: conll2003_bert_fe, conll2003_bert_ft, sst2_bert_fe, seed 1, each alone on
-# the idle machine, each fe cell with a cache folder of its own), one run per entry: they
-# reproduce those cells and scale them by W x L x H^2; nothing has tested them out of sample.
+# Fitted with `fit_cost_model` on this machine (2 CPU cores, no GPU) to MiniLM
+# (all-MiniLM-L6-v2: L = 6, H = 384, P = 22,565,376) runs, then pasted from
+# `format_cost_model(...)`; `P` never varies, so `c` is BASE_RSS_MB and `d` scales MiniLM's
+# memory to other encoders.
+# - "ft", "sf", "bitfit", "lora" and "fe/tune_bcn": the growth bench (bench/bench_growth.py,
+#   bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and all 67,349 SST-2 sentences,
+#   each alone on the idle machine, with its own feature cache (REFIT:
+#   `fit_cost_model(sorted(Path("runs/growth").glob("n_*/<mode>/*/seed_1")))`; ft also with the
+#   4k point run again, runs/growth_repeat). sf, bitfit and lora have no full-split point.
+#   ft's line through the points, and that of fe's cached epochs, had negative intercepts, so
+#   a = 0 (the mean cost per unit of work). Out of sample, the ft entry says 232 s per epoch and
+#   2.1 GB for STS-B ft (5,749 pairs), which took 181 s and 2.9 GB (docs/RESULTS.md section 12).
+# - "fe" (pooled, for heads without an entry: the pair tasks' ESIM): tune-compare's SICK-E and
+#   STS-B fe cells, 2 epochs each, on a loaded machine (a = 0, c = BASE_RSS_MB).
+# - "fe/tune_tagger", "ft/tune_tagger": the full CoNLL-2003 runs of docs/RESULTS.md section 12
+#   (one run each: they reproduce those cells, scaled by W x L x H^2).
 COST_MODEL: Dict[str, ModeCost] = {
+    # tune-compare's sick_e / sts_b fe cells (runs/real/compare)
     "fe": ModeCost(a=0.0, b=8.55011e-10, c=890.0, d=4.63155e-05, runs=4),
-    "ft": ModeCost(a=0.0, b=1.00388e-09, c=890.0, d=6.68741e-05, runs=4),
-    "bitfit": ModeCost(a=0.0, b=3.07504e-09, c=890.0, d=3.85037e-05, runs=2),
-    # sst2_bert_fe/seed_1 (the BCN: 21.0 M trainable parameters)
+    # the growth bench: sst2_bert_fe at 1k, 4k, 16k and 67,349 sentences (the BCN: 21.0 M
+    # trainable parameters)
     "fe/tune_bcn": ModeCost(
-        a=0.0, b=1.5817e-09, c=890.0, d=7.9396e-05, runs=1, first_a=0.0, first_b=1.88433e-09
+        a=0.0,
+        b=1.54958e-09,
+        c=890.0,
+        d=5.32217e-05,
+        first_a=8.5384,
+        first_b=1.77302e-09,
+        g=0.00942093,
+        runs=4,
     ),
     # conll2003_bert_fe/seed_1 (the BiLSTM tagger: 1.9 M trainable parameters)
     "fe/tune_tagger": ModeCost(
         a=0.0, b=4.60917e-10, c=890.0, d=5.19734e-05, runs=1, first_a=0.0, first_b=1.08621e-09
     ),
+    # the growth bench: sst2_bert_ft at 1k, 4k (twice), 16k and 67,349 sentences
+    "ft": ModeCost(a=0.0, b=1.63793e-09, c=890.0, d=5.33123e-05, g=0.00787388, runs=5),
     # conll2003_bert_ft/seed_1
     "ft/tune_tagger": ModeCost(a=0.0, b=1.86579e-09, c=890.0, d=0.000114259, runs=1),
+    # the growth bench at 1k, 4k and 16k (3 epochs, the first frozen: their mean)
+    "sf": ModeCost(a=0.324819, b=1.27897e-09, c=890.0, d=6.23588e-05, g=0.0288405, runs=3),
+    # the growth bench at 1k, 4k and 16k (lr 3e-3)
+    "bitfit": ModeCost(a=1.14, b=9.07241e-10, c=890.0, d=3.26053e-05, g=0.0171452, runs=3),
+    # the growth bench at 1k, 4k and 16k (r 8, query / value, lr 5e-4)
+    "lora": ModeCost(a=4.14598, b=9.2453e-10, c=890.0, d=4.01101e-05, g=0.0199476, runs=3),
 }
 
 
@@ -534,7 +560,8 @@ def plan_cell(
                 plan.first_epoch_seconds = first
             elif first is not None:  # no cache: every epoch runs the encoder
                 plan.epoch_seconds = first
-        plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params)
+        instances = plan.data.instances if plan.data is not None else None
+        plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params, instances)
     return plan
 
 
@@ -682,6 +709,7 @@ class CostPoint:
     peak_rss_mb: Optional[float]
     first_epoch_seconds: Optional[float] = None  # a cached fe run's first epoch
     head: Optional[str] = None  # the model's registered type
+    instances: int = 0  # the train split's
 
 
 def _duration_seconds(text: Any) -> Optional[float]:
@@ -722,6 +750,8 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
     if not isinstance(config, dict):
         return None
     cost = read_json(run_dir / COST_NAME)
+    if isinstance(cost, dict) and cost.get("peak_gpu_mb") is not None:
+        return None  # trained on a GPU: nothing to say about CPU time or RAM
     seconds, rss = measurement(run_dir, cost)
     if seconds is None and rss is None:
         return None
@@ -747,14 +777,14 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
         peak_rss_mb=rss,
         first_epoch_seconds=first,
         head=plan.head,
+        instances=plan.data.instances,
     )
 
 
 def _line(xs: Sequence[float], ys: Sequence[float], base: float) -> Tuple[float, float]:
     """(intercept, slope) by least squares; through `base` when the x's do not spread."""
     mean_x = sum(xs) / len(xs)
-    spread = (max(xs) - min(xs)) / mean_x if mean_x else 0.0
-    if len(xs) >= 2 and spread > MIN_SPREAD:
+    if len(xs) >= 2 and _spread(xs) > MIN_SPREAD:
         mean_y = sum(ys) / len(ys)
         sxx = sum((x - mean_x) ** 2 for x in xs)
         slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
@@ -762,6 +792,40 @@ def _line(xs: Sequence[float], ys: Sequence[float], base: float) -> Tuple[float,
         if slope > 0 and intercept >= 0:
             return intercept, slope
     return base, sum((y - base) / x for x, y in zip(xs, ys)) / len(xs)
+
+
+def _spread(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return (max(values) - min(values)) / mean if mean else 0.0
+
+
+def _memory_fit(points: Sequence[CostPoint]) -> Tuple[float, float, Optional[float]]:
+    """
+    (c, d, g) of peak RSS `c + d * P + g * N`: `g` by least squares beside `P` (or beside the
+    constant alone, when `P` does not spread) where `N` spreads and its slope is positive;
+    otherwise None and `c`, `d` as `_line` fits them.
+    """
+    import numpy
+
+    params = [float(p.params) for p in points]
+    instances = [float(p.instances) for p in points]
+    rss = [p.peak_rss_mb for p in points]
+    if len(points) >= 2 and _spread(instances) > MIN_SPREAD:
+        varies = _spread(params) > MIN_SPREAD
+        columns = [[1.0] * len(points)] + ([params] if varies else []) + [instances]
+        if len(points) >= len(columns):
+            solution = numpy.linalg.lstsq(numpy.array(columns).T, numpy.array(rss), rcond=None)
+            coefficients = [float(value) for value in solution[0]]
+            g = coefficients[-1]
+            if g > 0:
+                if varies and coefficients[0] >= 0 and coefficients[1] > 0:
+                    return coefficients[0], coefficients[1], g
+                if not varies and coefficients[0] > BASE_RSS_MB:
+                    # One encoder: c is the assumed base and d carries the rest of the constant.
+                    mean_params = sum(params) / len(params)
+                    return BASE_RSS_MB, (coefficients[0] - BASE_RSS_MB) / mean_params, g
+    c, d = _line(params, rss, BASE_RSS_MB)
+    return c, d, None
 
 
 def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
@@ -795,10 +859,9 @@ def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
             first_a, first_b = _line(
                 [p.work for p in firsts], [p.first_epoch_seconds for p in firsts], 0.0
             )
+        g = None
         if sized:
-            c, d = _line(
-                [float(p.params) for p in sized], [p.peak_rss_mb for p in sized], BASE_RSS_MB
-            )
+            c, d, g = _memory_fit(sized)
         fitted_on = ", ".join(sorted(f"{p.run_dir.parent.name}/{p.run_dir.name}" for p in runs))
         model[mode] = ModeCost(
             a=a,
@@ -809,6 +872,7 @@ def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
             fitted_on=fitted_on,
             first_a=first_a,
             first_b=first_b,
+            g=g,
         )
     return model
 
@@ -820,6 +884,8 @@ def format_cost_model(model: Mapping[str, ModeCost]) -> str:
         pairs = [("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d)]
         if cost.first_b is not None:
             pairs += [("first_a", cost.first_a), ("first_b", cost.first_b)]
+        if cost.g is not None:
+            pairs += [("g", cost.g)]
         values = ", ".join(
             f"{key}={'None' if value is None else f'{value:.6g}'}" for key, value in pairs
         )

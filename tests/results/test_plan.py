@@ -72,7 +72,8 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     expected = 2 * (wordpieces + dev_wordpieces) * 5 * 16 + entries * ENTRY_OVERHEAD_BYTES
     assert cell.cache_bytes == expected
     assert cell.cache_directory == tmp_path / "cache"
-    # The cost model: time from the wordpieces and L x H^2, RAM from the parameters.
+    # The cost model: time from the wordpieces and L x H^2, RAM from the parameters and the
+    # instances.
     # The BCN head has an entry of its own, which is preferred to the pooled "fe" one.
     assert cell.cost_key == "fe/tune_bcn"
     fe = planner.COST_MODEL[cell.cost_key]
@@ -80,7 +81,8 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     if fe.first_b is not None:  # a cached cell's first epoch runs the encoder
         first = fe.first_a + fe.first_b * wordpieces * 4 * 16**2
         assert cell.first_epoch_seconds == pytest.approx(first)
-    assert cell.peak_rss_mb == pytest.approx(fe.c + fe.d * cell.encoder.params)
+    per_instance = (fe.g or 0.0) * len(sentences)
+    assert cell.peak_rss_mb == pytest.approx(fe.c + fe.d * cell.encoder.params + per_instance)
     # max_instances is the reader's: honoured.
     few = plan_cell(SST2_FE, ext_vars(TUNE_MAX_INSTANCES="3"), cache_directory=tmp_path)
     head = sum(len(tokenizer(sentence)["input_ids"]) for sentence in sentences[:3])
@@ -234,7 +236,7 @@ def write_encoder(folder: Path, layers: int, hidden: int) -> Path:
 
 
 def test_the_fit_recovers_known_coefficients(tmp_path):
-    a, b, c, d = 3.0, 2e-4, 500.0, 4e-3
+    a, b, c, d, g = 3.0, 2e-4, 500.0, 4e-3, 0.5
     runs = []
     for index, (layers, hidden, max_instances) in enumerate(
         [(2, 16, 4), (4, 16, 12), (3, 32, 8), (2, 64, 12)]
@@ -248,7 +250,8 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
         run_dir = tmp_path / "runs" / f"grid_{index}" / "sst2_bert_ft" / "seed_1"
         run_dir.mkdir(parents=True)
         (run_dir / "config.json").write_text(json.dumps(config))
-        cost = {"mean_epoch_seconds": a + b * work, "peak_rss_mb": c + d * size.params}
+        rss = c + d * size.params + g * cell.data.instances
+        cost = {"mean_epoch_seconds": a + b * work, "peak_rss_mb": rss, "peak_gpu_mb": None}
         (run_dir / "cost.json").write_text(json.dumps(cost))
         runs.append(run_dir)
     # A run without any measurement and a folder that is no run are skipped.
@@ -260,16 +263,61 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
     fitted = model["ft"]
     assert fitted.runs == 4
     assert (fitted.a, fitted.b) == (pytest.approx(a), pytest.approx(b))
-    assert (fitted.c, fitted.d) == (pytest.approx(c), pytest.approx(d))
-    # One encoder and one data size: only the slope can be told; a = 0, c = BASE_RSS_MB.
+    assert (fitted.c, fitted.d, fitted.g) == (pytest.approx(c), pytest.approx(d), pytest.approx(g))
+    # One encoder and one data size: only the slope can be told; a = 0, c = BASE_RSS_MB, and
+    # no per-instance term.
     single = fit_cost_model(runs[:1])["ft"]
-    assert (single.a, single.c) == (0.0, BASE_RSS_MB)
+    assert (single.a, single.c, single.g) == (0.0, BASE_RSS_MB, None)
     point = planner.cost_point(runs[0])
     assert single.b == pytest.approx((a + b * point.work) / point.work)
-    assert single.d == pytest.approx((c + d * point.params - BASE_RSS_MB) / point.params)
-    # What it fits feeds the planner.
-    cell = plan_cell(SST2_FT, ext_vars(), cost_model={"ft": ModeCost(a, b, c, d)})
+    rss = c + d * point.params + g * point.instances
+    assert single.d == pytest.approx((rss - BASE_RSS_MB) / point.params)
+    # What it fits feeds the planner: RAM grows with the train split's instances.
+    cost = ModeCost(a, b, c, d, g=g)
+    cell = plan_cell(SST2_FT, ext_vars(), cost_model={"ft": cost})
     assert cell.epoch_seconds == pytest.approx(a + b * cell.data.wordpieces * 4 * 16**2)
+    params = cell.encoder.params
+    assert cell.peak_rss_mb == pytest.approx(c + d * params + g * cell.data.instances)
+    few = plan_cell(SST2_FT, ext_vars(TUNE_MAX_INSTANCES="3"), cost_model={"ft": cost})
+    assert few.peak_rss_mb == pytest.approx(c + d * params + g * 3)
+    assert "g=0.5" in planner.format_cost_model({"ft": fitted})
+    assert "g=" not in planner.format_cost_model({"ft": single})
+
+
+def test_one_encoder_at_several_data_sizes_fits_memory_per_instance(tmp_path):
+    # The growth bench's case: MiniLM alone (P fixed), N from 1k to the full split. The
+    # constant goes to c = BASE_RSS_MB and d, the growth to g. A run on a GPU is skipped.
+    rss_at_zero, g, seconds_per_instance = 2100.0, 0.01, 0.02
+    runs = []
+    for size in (2, 5, 12):
+        run_dir = tmp_path / f"n_{size}" / "sst2_bert_ft" / "seed_1"
+        run_dir.mkdir(parents=True)
+        config = render_config(SST2_FT, ext_vars(TUNE_MAX_INSTANCES=str(size)))
+        (run_dir / "config.json").write_text(json.dumps(config))
+        cost = {
+            "mean_epoch_seconds": seconds_per_instance * size,
+            "peak_rss_mb": rss_at_zero + g * size,
+        }
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+        runs.append(run_dir)
+    gpu = tmp_path / "gpu" / "sst2_bert_ft" / "seed_1"
+    shutil.copytree(runs[0], gpu)
+    (gpu / "cost.json").write_text(
+        json.dumps({"mean_epoch_seconds": 0.1, "peak_rss_mb": 9000.0, "peak_gpu_mb": 800.0})
+    )
+    assert planner.cost_point(gpu) is None
+    fitted = fit_cost_model(runs + [gpu])["ft"]
+    assert fitted.runs == 3 and fitted.g == pytest.approx(g)
+    assert fitted.c == BASE_RSS_MB
+    params = planner.cost_point(runs[0]).params
+    assert fitted.peak_rss_mb(params, 0) == pytest.approx(rss_at_zero)
+    assert fitted.peak_rss_mb(params, 1000) == pytest.approx(rss_at_zero + 1000 * g)
+    # Memory that does not grow with N (or shrinks): no per-instance term.
+    for run_dir in runs:
+        cost = json.loads((run_dir / "cost.json").read_text())
+        cost["peak_rss_mb"] = rss_at_zero - g * int(run_dir.parent.parent.name[2:])
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+    assert fit_cost_model(runs)["ft"].g is None
 
 
 def write_fe_run(folder: Path, variables, epoch_seconds, config: Path = SST2_FE) -> Path:
