@@ -177,9 +177,9 @@ class ModeCost:
 #   bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and all 67,349 SST-2 sentences,
 #   each alone on the idle machine, with its own feature cache (REFIT:
 #   `fit_cost_model(sorted(Path("runs/growth").glob("n_*/<mode>/*/seed_1")))`; ft also with the
-#   4k point run again, runs/growth_repeat). sf, bitfit and lora have no full-split point.
-#   ft's line through the points, and that of fe's cached epochs, had negative intercepts, so
-#   a = 0 (the mean cost per unit of work). Out of sample, the ft entry says 232 s per epoch and
+#   4k point run again, runs/growth_repeat). Every mode has all four sizes.
+#   The lines through ft's, lora's and fe's cached epochs had negative intercepts, so a = 0
+#   (the mean cost per unit of work). Out of sample, the ft entry says 232 s per epoch and
 #   2.1 GB for STS-B ft (5,749 pairs), which took 181 s and 2.9 GB (docs/RESULTS.md section 12).
 # - "fe" (pooled, for heads without an entry: the pair tasks' ESIM): tune-compare's SICK-E and
 #   STS-B fe cells, 2 epochs each, on a loaded machine (a = 0, c = BASE_RSS_MB).
@@ -208,12 +208,13 @@ COST_MODEL: Dict[str, ModeCost] = {
     "ft": ModeCost(a=0.0, b=1.63793e-09, c=890.0, d=5.33123e-05, g=0.00787388, runs=5),
     # conll2003_bert_ft/seed_1
     "ft/tune_tagger": ModeCost(a=0.0, b=1.86579e-09, c=890.0, d=0.000114259, runs=1),
-    # the growth bench at 1k, 4k and 16k (3 epochs, the first frozen: their mean)
-    "sf": ModeCost(a=0.324819, b=1.27897e-09, c=890.0, d=6.23588e-05, g=0.0288405, runs=3),
-    # the growth bench at 1k, 4k and 16k (lr 3e-3)
-    "bitfit": ModeCost(a=1.14, b=9.07241e-10, c=890.0, d=3.26053e-05, g=0.0171452, runs=3),
-    # the growth bench at 1k, 4k and 16k (r 8, query / value, lr 5e-4)
-    "lora": ModeCost(a=4.14598, b=9.2453e-10, c=890.0, d=4.01101e-05, g=0.0199476, runs=3),
+    # the growth bench at 1k, 4k, 16k and 67,349 sentences (3 epochs, the first frozen: their
+    # mean)
+    "sf": ModeCost(a=0.243967, b=1.28005e-09, c=890.0, d=6.74168e-05, g=0.0107354, runs=4),
+    # the growth bench at 1k, 4k, 16k and 67,349 sentences (lr 3e-3)
+    "bitfit": ModeCost(a=5.58552, b=8.47648e-10, c=890.0, d=3.51345e-05, g=0.00809187, runs=4),
+    # the growth bench at 1k, 4k, 16k and 67,349 sentences (r 8, query / value, lr 5e-4)
+    "lora": ModeCost(a=0.0, b=1.05158e-09, c=890.0, d=4.31752e-05, g=0.00897627, runs=4),
 }
 
 
