@@ -15,6 +15,7 @@
 #                                     # both through tune-compare (fe / ft, seed 1, 2 epochs)
 #   scripts/real_results.sh peft_lr   # issue 15: BitFit and LoRA rates, two each, SICK-E seed 1
 #   scripts/real_results.sh peft      # fe / ft / sf / bitfit / lora with costs on the pair tasks
+#                                     # (PEFT_TASKS="sst2 conll2003": their 8k / 4k subsets)
 #   scripts/real_results.sh full      # issue 23: fe / ft on the whole CoNLL-2003 and SST-2 train
 #                                     # splits, seed 1 (FULL_CELLS picks cells, e.g. "conll2003_ft")
 set -euo pipefail
@@ -173,12 +174,18 @@ peft() {
     [lora]="--ext-var TUNE_LR=${PEFT_LORA_LR:-5e-4}"
     [sf]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7"
   )
+  # SST-2 and CoNLL-2003 on the subsets of the glue and conll stages (first 8k / 4k sentences).
+  local -A subset=(
+    [sst2]="--ext-var TUNE_MAX_INSTANCES=8000"
+    [conll2003]="--ext-var TUNE_MAX_INSTANCES=4000"
+  )
   for task in ${PEFT_TASKS:-sick_e sick_r mrpc sts_b}; do
     for seed in ${PEFT_SEEDS:-1}; do
       for mode in ${PEFT_MODES:-fe ft bitfit lora sf}; do
         # shellcheck disable=SC2086
         $BIN/allennlp tune-grid training_config/${task}_bert_${mode}.jsonnet --seeds $seed \
-          --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" ${settings[$mode]}
+          --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" ${settings[$mode]} \
+          ${subset[$task]:-}
       done
     done
   done
