@@ -1,3 +1,3 @@
 // SICK-R relatedness (Pearson), LoRA.
-// BERT-base frozen with trained low-rank adapters (LoRA: r 8, alpha 16); [CLS] + linear regression (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay, lr 5e-4.
+// BERT-base frozen with trained low-rank adapters (LoRA: r 8, alpha 16); [CLS] + linear regression (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay, lr 1.5e-3.
 (import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_r", "bert", "lora")

@@ -27,7 +27,7 @@ TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
 CELLS = [f"{task}_bert_{mode}" for task in TASKS for mode in ("bitfit", "lora")] + [
     f"{task}_elmo_bitfit" for task in TASKS
 ]
-DEFAULT_LR = {"bitfit": 3e-3, "lora": 5e-4}
+DEFAULT_LR = {"bitfit": 3e-3, "lora": 1.5e-3}
 
 
 def evaluate(path: Path, **ext_vars: str) -> Dict[str, Any]:
