@@ -170,14 +170,15 @@ peft_lr() {
 peft() {
   # Every mode with its cost (cost.json) and dev predictions, seed by seed (stop it any time: each
   # finished run counts). ft and sf with the MiniLM recipe of section 7 (1e-4 x 5 epochs; sf: 2
-  # frozen + 5); bitfit and lora at the rates peft_lr chose (PEFT_BITFIT_LR, PEFT_LORA_LR; the
-  # configs' defaults). LoRA's cells before stop 36 ran at the paper's 5e-4 (RESULTS section 9).
+  # frozen + 5); bitfit and lora at the configs' defaults, the rates peft_lr chose (set in
+  # trainers.libsonnet only; PEFT_BITFIT_LR or PEFT_LORA_LR overrides one). LoRA's cells before
+  # stop 36 ran at the paper's 5e-4 (RESULTS section 9).
   # PEFT_TASKS, PEFT_MODES and PEFT_SEEDS pick a part (a run already complete is skipped).
   local -A settings=(
     [fe]=""
     [ft]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5"
-    [bitfit]="--ext-var TUNE_LR=${PEFT_BITFIT_LR:-3e-3}"
-    [lora]="--ext-var TUNE_LR=${PEFT_LORA_LR:-1.5e-3}"
+    [bitfit]="${PEFT_BITFIT_LR:+--ext-var TUNE_LR=$PEFT_BITFIT_LR}"
+    [lora]="${PEFT_LORA_LR:+--ext-var TUNE_LR=$PEFT_LORA_LR}"
     [sf]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7"
   )
   for task in ${PEFT_TASKS:-sick_e sick_r mrpc sts_b}; do
