@@ -4,12 +4,14 @@
 # torch 2.11 and transformers 5 (which breaks AllenNLP's tokenizer wrapper). Everything must fit
 # the device tool's 64 MiB working-tree limit, so a call carries either the MiniLM model or spaCy:
 #   site.tar.xz        transformers 4.43.4, tokenizers 0.19.1, huggingface_hub 0.36, allennlp(-models)
-#                      2.10.1, optuna 5 with SQLAlchemy and alembic (tune-search), and their small
+#                      2.10.1, optuna 5 with SQLAlchemy and alembic (tune-search), peft (the image's
+#                      accelerate and safetensors are the locked versions), and their small
 #                      needs, cp312 wheels unpacked; only the configuration and __init__ files of
 #                      model families other than BERT's kin, and no TF/Flax model files (11.5 MB)
 #   site_spacy.tar.xz  spaCy 3.8 and its compiled needs, for the ELMo configs (37 MB)
 #   minilm/            all-MiniLM-L6-v2 with its weights stored as float16 (46 MB; loaded as float32)
-#   data.tar.xz        SST-2, MRPC, STS-B and SICK from the data dir (1.3 MB)
+#   data.tar.xz        SST-2, MRPC, STS-B, SICK and CoNLL-2003 (eng.train / eng.testa) from the
+#                      data dir (2.1 MB)
 # Then, with the device tool (see scripts/device/gpu_check.sh for the stages):
 #   carry [".devenv/site.tar.xz", ".devenv/site_spacy.tar.xz", ".devenv/data.tar.xz"]
 #     command: TEST_ARGS='tests/configs/test_training_configs.py -k elmo' bash scripts/device/gpu_check.sh env tests
@@ -35,7 +37,8 @@ unpack() { # DIR TARGET
   find "$2" -name "__pycache__" -prune -exec rm -rf {} +
 }
 download whl transformers tokenizers huggingface_hub allennlp allennlp-models cached_path termcolor \
-  base58 tensorboardX dill lmdb more-itertools conllu jsonnet optuna sqlalchemy alembic colorlog mako
+  base58 tensorboardX dill lmdb more-itertools conllu jsonnet optuna sqlalchemy alembic colorlog mako \
+  peft
 cp "$(find ~/.cache/pip -name 'fairscale-0.4.13-*.whl' | head -1)" whl/ 2>/dev/null ||
   ../$PY -m pip wheel -q --no-deps -w whl "$(pin fairscale)"
 unpack whl site
@@ -70,5 +73,5 @@ weights = load_file(sys.argv[1])
 half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in weights.items()}
 save_file(half, sys.argv[2], metadata={"format": "pt"})
 PYTHON
-tar -cJf data.tar.xz -C "$DATA" sst-2 mrpc sts-b sick
+tar -cJf data.tar.xz -C "$DATA" sst-2 mrpc sts-b sick conll2003/eng.train conll2003/eng.testa
 du -sh site.tar.xz site_spacy.tar.xz minilm data.tar.xz

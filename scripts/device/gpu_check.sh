@@ -11,6 +11,21 @@
 #           folders' small files come back as eb_<task>.tar.gz (no weights, archives or caches),
 #           the logs as eb_logs.tar.gz. Rerun to resume. Needs optuna and its needs in
 #           site.tar.xz (build_carry.sh puts them there).
+#   bench_modes
+#           bench/bench_modes.py on the GPU: ft, bitfit and lora, one epoch each on $BENCH_PAIRS
+#           SICK-E pairs (default 4000), each in its own process, medians of 2 (bench_modes.txt)
+#   peft    scripts/real_results.sh peft's cells (the recipes of scripts/peft_recipes.sh) for every
+#           task in $PEFT_TASKS, mode in $PEFT_MODES and seed in $PEFT_SEEDS, after the settings in
+#           $PEFT_SEARCH ("MODE:RATE:EPOCHS ..." on $PEFT_SEARCH_TASK, the same seeds), one process
+#           per run, $PEFT_PROCS at a time in that order; a run is given up $PEFT_TIMEOUT s after
+#           the stage began (one not started by then is skipped). Each run has its own results
+#           folder (tune-grid locks one per writer), /tmp/peft/<setting>/<config>_s<seed>/<config>/
+#           seed_<seed>, where the setting is "recipe" or MODE_lrRATE_epEPOCHS; their small files
+#           come back as peft_runs.tar.gz (no weights, archives or caches), the logs as
+#           peft_logs.tar.gz. Seconds per epoch are shared-machine times; peak GPU memory is each
+#           run's own.
+# GPU_INDEX (default 0) is the device bench_modes and peft train on (-1: the CPU, to try a stage
+# here with PYTHONPATH and the data pointed at this machine's).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ -f .devenv/site_spacy.tar.xz ]; then
@@ -29,7 +44,7 @@ for stage in "$@"; do
   case $stage in
     env)
       nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-      python3 -c "import sys, torch, transformers, tokenizers, allennlp, allennlp_models, allennlp_tune; print(sys.version); print('torch', torch.__version__, torch.cuda.is_available(), 'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__)"
+      python3 -c "import sys, torch, transformers, tokenizers, peft, allennlp, allennlp_models, allennlp_tune; print(sys.version); print('torch', torch.__version__, torch.cuda.is_available(), 'transformers', transformers.__version__, 'tokenizers', tokenizers.__version__, 'peft', peft.__version__, peft.__file__)"
       ;;
     tests)
       TUNE_CUDA_DEVICE=0 timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider \
@@ -72,6 +87,54 @@ for stage in "$@"; do
       done
       tar -czf "$OUT/eb_logs.tar.gz" eb/*.log
       cd - >/dev/null
+      ;;
+    bench_modes)
+      BENCH_ARGS="--cuda-device ${GPU_INDEX:-0} --model $PWD/.devenv/minilm --pairs ${BENCH_PAIRS:-4000}"
+      # shellcheck disable=SC2086
+      timeout "${BENCH_TIMEOUT:-240}" python3 bench/bench_modes.py $BENCH_ARGS 2>&1 |
+        tee "$OUT/bench_modes.txt" | grep -E "^\||^all-MiniLM|^every run|Error|Traceback"
+      ;;
+    peft)
+      # shellcheck source=../peft_recipes.sh
+      source scripts/peft_recipes.sh
+      PEFT_START=$(date +%s)
+      export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PEFT_START PEFT_DEADLINE=$((PEFT_START + ${PEFT_TIMEOUT:-420}))
+      mkdir -p /tmp/peft/logs
+      peft_run() { # SETTING CONFIG SEED EXT_ARG...
+        local setting=$1 config=$2 seed=$3 left=$((PEFT_DEADLINE - $(date +%s)))
+        shift 3
+        [ "$left" -gt 30 ] || { echo "skipped $setting $config $seed: deadline"; return 0; }
+        timeout "$left" python3 -m allennlp tune-grid "training_config/$config.jsonnet" \
+          --seeds "$seed" --results-dir "/tmp/peft/$setting/${config}_s$seed" --no-progress \
+          --ext-var TUNE_BERT_MODEL="$PWD/.devenv/minilm" --ext-var TUNE_POOLING=mean \
+          --ext-var TUNE_CUDA_DEVICE="${GPU_INDEX:-0}" "$@" >"/tmp/peft/logs/$setting.$config.$seed.log" 2>&1
+        local rc=$?
+        echo "$setting $config seed $seed: exit $rc at $(($(date +%s) - PEFT_START)) s"
+      }
+      export -f peft_run
+      {
+        for setting in ${PEFT_SEARCH:-}; do
+          IFS=: read -r mode rate epochs <<<"$setting"
+          for seed in ${PEFT_SEEDS:-1 2 3}; do
+            echo "${mode}_lr${rate}_ep$epochs ${PEFT_SEARCH_TASK:-conll2003}_bert_$mode $seed" \
+              "--ext-var TUNE_LR=$rate --ext-var TUNE_EPOCHS=$epochs ${SUBSET[${PEFT_SEARCH_TASK:-conll2003}]:-}"
+          done
+        done
+        for task in ${PEFT_TASKS:-sst2 conll2003}; do
+          for mode in ${PEFT_MODES:-sf fe ft lora bitfit}; do
+            for seed in ${PEFT_SEEDS:-1 2 3}; do
+              echo "recipe ${task}_bert_$mode $seed ${PEFT_SETTINGS[$mode]} ${SUBSET[$task]:-}"
+            done
+          done
+        done
+      } >/tmp/peft/jobs.txt
+      cat /tmp/peft/jobs.txt
+      # shellcheck disable=SC2016
+      xargs -P "${PEFT_PROCS:-16}" -L 1 bash -c 'peft_run "$@"' _ </tmp/peft/jobs.txt
+      grep -h "best_validation\|Traceback\|Error" /tmp/peft/logs/*.log | sort | uniq -c | sort -rn | head -20
+      (cd /tmp/peft && find . -path '*feature_cache*' -prune -o -type f \( -name '*.json' -o \
+        -name '*.jsonl' -o -name 'jobs.txt' \) -print | tar -czf "$OUT/peft_runs.tar.gz" -T -)
+      (cd /tmp/peft && tar -czf "$OUT/peft_logs.tar.gz" logs)
       ;;
   esac
   echo "== stage $stage: $(( $(date +%s) - start )) s"
