@@ -15,7 +15,7 @@
 #           bench/bench_modes.py on the GPU: ft, bitfit and lora, one epoch each on $BENCH_PAIRS
 #           SICK-E pairs (default 4000), each in its own process, medians of 2 (bench_modes.txt)
 #   peft    scripts/real_results.sh peft's cells (the recipes of scripts/peft_recipes.sh) for every
-#           task in $PEFT_TASKS, mode in $PEFT_MODES and seed in $PEFT_SEEDS, after the settings in
+#           task in $PEFT_TASKS, mode in $PEFT_MODES and seed in $PEFT_SEEDS, then the settings in
 #           $PEFT_SEARCH ("MODE:RATE:EPOCHS ..." on $PEFT_SEARCH_TASK, the same seeds), one process
 #           per run, $PEFT_PROCS at a time in that order; a run is given up $PEFT_TIMEOUT s after
 #           the stage began (one not started by then is skipped). Each run has its own results
@@ -113,18 +113,18 @@ for stage in "$@"; do
       }
       export -f peft_run
       {
-        for setting in ${PEFT_SEARCH:-}; do
-          IFS=: read -r mode rate epochs <<<"$setting"
-          for seed in ${PEFT_SEEDS:-1 2 3}; do
-            echo "${mode}_lr${rate}_ep$epochs ${PEFT_SEARCH_TASK:-conll2003}_bert_$mode $seed" \
-              "--ext-var TUNE_LR=$rate --ext-var TUNE_EPOCHS=$epochs ${SUBSET[${PEFT_SEARCH_TASK:-conll2003}]:-}"
-          done
-        done
         for task in ${PEFT_TASKS:-sst2 conll2003}; do
           for mode in ${PEFT_MODES:-sf fe ft lora bitfit}; do
             for seed in ${PEFT_SEEDS:-1 2 3}; do
               echo "recipe ${task}_bert_$mode $seed ${PEFT_SETTINGS[$mode]} ${SUBSET[$task]:-}"
             done
+          done
+        done
+        for setting in ${PEFT_SEARCH:-}; do
+          IFS=: read -r mode rate epochs <<<"$setting"
+          for seed in ${PEFT_SEEDS:-1 2 3}; do
+            echo "${mode}_lr${rate}_ep$epochs ${PEFT_SEARCH_TASK:-conll2003}_bert_$mode $seed" \
+              "--ext-var TUNE_LR=$rate --ext-var TUNE_EPOCHS=$epochs ${SUBSET[${PEFT_SEARCH_TASK:-conll2003}]:-}"
           done
         done
       } >/tmp/peft/jobs.txt
