@@ -1,3 +1,3 @@
 // MultiNLI (matched accuracy), BitFit.
-// ELMo with only its bias terms trained (BitFit); bi-attention + enhanced pooling + softmax; warmup + linear decay, lr 1e-3.
+// ELMo with only its bias terms trained (BitFit); bi-attention + enhanced pooling + softmax; warmup + linear decay, lr 3e-3.
 (import "../allennlp_tune/configs/experiment.libsonnet").cell("mnli", "elmo", "bitfit")

@@ -1,3 +1,3 @@
 // SICK-E entailment (accuracy), BitFit.
-// BERT-base with only its bias terms trained (BitFit); [CLS] + softmax (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay, lr 1e-3.
+// BERT-base with only its bias terms trained (BitFit); [CLS] + softmax (TUNE_POOLING=mean for sentence-embedding models); warmup + linear decay, lr 3e-3.
 (import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_e", "bert", "bitfit")

@@ -1,3 +1,3 @@
 // SICK-R relatedness (Pearson), BitFit.
-// ELMo with only its bias terms trained (BitFit); bi-attention + enhanced pooling + regression; warmup + linear decay, lr 1e-3.
+// ELMo with only its bias terms trained (BitFit); bi-attention + enhanced pooling + regression; warmup + linear decay, lr 3e-3.
 (import "../allennlp_tune/configs/experiment.libsonnet").cell("sick_r", "elmo", "bitfit")
