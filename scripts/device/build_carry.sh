@@ -45,9 +45,10 @@ unpack whl site
 find site/transformers/models \( -name "modeling_tf_*" -o -name "modeling_flax_*" \) -delete
 # Of the other ~250 model families, AllenNLP's import and a BERT-family run read only each
 # family's __init__.py (lazy) and configuration_*.py (the auto mapping): drop the rest, so
-# that optuna and SQLAlchemy fit beside MiniLM in the 64 MiB a call carries.
+# that optuna and SQLAlchemy fit beside MiniLM in the 64 MiB a call carries. Keep bloom's: peft
+# imports BloomPreTrainedModel when it is imported (without it every LoRA run fails at start).
 (cd site/transformers/models && for family in */; do
-  case ${family%/} in auto|bert|bart|gpt2|t5|encoder_decoder|deprecated) continue ;; esac
+  case ${family%/} in auto|bert|bart|gpt2|t5|encoder_decoder|deprecated|bloom) continue ;; esac
   find "$family" -type f ! -name "__init__.py" ! -name "configuration_*.py" -delete
 done)
 # SQLAlchemy's Cython modules each have a pure-Python twin beside them (the .py it is built from).
