@@ -15,10 +15,11 @@ The verdict (issue 16). Where the runs left `dev_predictions.jsonl`, every pair 
 is compared by the paired bootstrap of `allennlp_tune.results.paired` (the same resampled dev
 examples for both modes, seeds resampled too; the task's own metric, with the configs'
 `positive_label` for F1 and `label_encoding` for span F1), once per row for all its pairs: each
-mode against the reference `fe` (mode_a the mode, mode_b "fe"), and sf / bitfit / lora against
-`ft`. The score table gains a column `Verdict ft vs fe (95% CI)` (`ft +1.2 [+0.3, +2.1]`, or
-`tie` when the interval contains 0) where some row has one, and a paired table per encoder lists
-every pair. A row without an interval (no predictions, a metric the bootstrap does not know,
+mode against the reference `fe` (mode_a the mode, mode_b "fe"), sf / bitfit / lora against
+`ft`, and `lora` against `bitfit` (the choice between the two parameter-efficient arms). The
+score table gains a column `Verdict ft vs fe (95% CI)` (`ft +1.2 [+0.3, +2.1]`, or `tie` when
+the interval contains 0) where some row has one, and a paired table per encoder lists every
+pair. A row without an interval (no predictions, a metric the bootstrap does not know,
 predictions of different dev sets) keeps the old one-point rule in its Delta cell: `[ft]` where
 delta > 1, `[fe]` where delta < -1, rounded as displayed (a shown +1.0 is not marked); a row
 with an interval shows Delta unmarked. The notes say which test was used, its replicates, the
@@ -138,9 +139,11 @@ ALWAYS_SHOWN_MODES = ("fe", "ft", "sf")
 NOT_AVAILABLE = "n/a"
 FAVOURS_FINE_TUNING = "[ft]"
 FAVOURS_FEATURE_EXTRACTION = "[fe]"
-# The paired comparisons: every mode against the reference fe, and the other modes against ft.
+# The paired comparisons: every mode against the reference fe, the other modes against ft, and
+# the two parameter-efficient arms against each other (lora − bitfit).
 REFERENCE = "fe"
 SECOND_REFERENCE = "ft"
+PEFT_PAIR = ("lora", "bitfit")
 VERDICT_HEADER = "Verdict ft vs fe (95% CI)"
 # Task marks for a known overlap with the encoder's training data (its model card).
 OVERLAP_MARK = "†"
@@ -525,7 +528,8 @@ class Report:
                 f"runs' {PREDICTIONS_NAME} (the archived best model on the dev set), so they can "
                 "differ slightly from Δ, which averages the best-epoch scores of metrics.json. "
                 f"Each mode is compared with the reference {REFERENCE} (mode − {REFERENCE}) and "
-                f"the others also with {SECOND_REFERENCE}. The verdict replaces the old one-point "
+                f"the others also with {SECOND_REFERENCE}; {PEFT_PAIR[0]} also with "
+                f"{PEFT_PAIR[1]}. The verdict replaces the old one-point "
                 f"rule ({FAVOURS_FINE_TUNING}/{FAVOURS_FEATURE_EXTRACTION} where |Δ| > 1, no "
                 "test), which Δ keeps only in rows without an interval."
             )
@@ -792,13 +796,18 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
 
 
 def row_pairs(modes: Sequence[str]) -> List[Tuple[str, str]]:
-    """Each mode against fe (mode_a the mode, mode_b "fe"), then sf / bitfit / lora against ft."""
+    """
+    Each mode against fe (mode_a the mode, mode_b "fe"), then sf / bitfit / lora against ft, then
+    lora against bitfit, each pair where both of its modes are in `modes`.
+    """
     pairs = [(mode, REFERENCE) for mode in modes if mode != REFERENCE and REFERENCE in modes]
     pairs += [
         (mode, SECOND_REFERENCE)
         for mode in modes
         if mode not in (REFERENCE, SECOND_REFERENCE) and SECOND_REFERENCE in modes
     ]
+    if all(mode in modes for mode in PEFT_PAIR):
+        pairs.append(PEFT_PAIR)
     return pairs
 
 

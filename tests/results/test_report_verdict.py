@@ -243,6 +243,31 @@ def test_json_keys_and_the_reference_pairs(tmp_path, make_run):
     assert row["paired_seeds"] == {"fe": [1, 2], "ft": [1, 2], "lora": [1, 2]}
 
 
+def test_lora_is_compared_with_bitfit_where_both_ran(tmp_path, make_run):
+    # The choice between the two parameter-efficient arms gets its own interval: lora − bitfit,
+    # after the fe and ft pairs, and nowhere when one of the two has no predictions.
+    root = tmp_path / "runs"
+    for seed in (1, 2, 3):
+        make(make_run, root, "sick_e_bert_fe", seed, wrong_every(3, seed))
+        make(make_run, root, "sick_e_bert_bitfit", seed, wrong_every(4, seed))
+        make(make_run, root, "sick_e_bert_lora", seed, wrong_every(8, seed))
+    [row] = render_json(report(root))["rows"]
+    pairs = [(r["mode_a"], r["mode_b"]) for r in row["paired"]]
+    assert pairs == [("bitfit", "fe"), ("lora", "fe"), ("lora", "bitfit")]
+    lora_bitfit = row["paired"][2]
+    assert lora_bitfit["difference"] == pytest.approx(
+        100 * (accuracy(GOLDS, wrong_every(8)) - accuracy(GOLDS, wrong_every(4))), abs=0.5
+    )
+    assert lora_bitfit["verdict"] == "lora" and lora_bitfit["low"] > 0  # 15 errors against 30
+    markdown = render_markdown(report(root))
+    assert "| lora − bitfit |" in markdown
+    assert "lora also with bitfit" in markdown
+    for seed in (1, 2, 3):
+        (root / "sick_e_bert_bitfit" / f"seed_{seed}" / "dev_predictions.jsonl").unlink()
+    [row] = render_json(report(root))["rows"]
+    assert [(r["mode_a"], r["mode_b"]) for r in row["paired"]] == [("lora", "fe")]
+
+
 def test_f1_of_the_positive_label_and_span_f1(tmp_path, make_run):
     root = tmp_path / "runs"
     label = {"model": {"positive_label": "1"}}
