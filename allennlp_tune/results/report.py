@@ -31,7 +31,8 @@ model card whose `datasets:` names a dataset the task is built from, the task is
 dataset and why (`allennlp_tune.results.overlap`).
 
 Under each encoder's table, when runs recorded what they cost (`cost.json`, from the `tune_cost`
-trainer callback and tune-grid), a cost table: per task and mode the mean over its runs of the
+trainer callback and tune-grid), a cost table: per task and mode the mean over its scored runs
+(a run still training or killed has a partial `cost.json`; it is left out) of the
 trainable parameters (the most at any epoch, and their share of all parameters), the parameters
 the archive stores, seconds per epoch, peak RSS (and peak GPU memory where any run has it) and
 the archive's size. A value no run recorded is "n/a"; the notes list the scored runs without
@@ -248,16 +249,20 @@ class Summary:
         return {seed: runs for seed, runs in sorted(by_seed.items()) if len(runs) > 1}
 
     def cost_mean(self, key: str) -> Optional[float]:
-        """The mean of `key` in the `cost.json` of the runs that recorded it; `None` if none."""
+        """
+        The mean of `key` in the `cost.json` of the scored runs that recorded it; `None` if none
+        did. A run still training (or killed) has a partial `cost.json`: it is left out.
+        """
         values = [
             float(run.cost[key])
             for run in self.runs
-            if run.cost is not None and _is_number(run.cost.get(key))
+            if run.status == OK and run.cost is not None and _is_number(run.cost.get(key))
         ]
         return statistics.fmean(values) if values else None
 
     def runs_with_costs(self) -> List[Run]:
-        return [run for run in self.runs if has_costs(run)]
+        """The scored runs whose `cost.json` the `tune_cost` callback wrote (`has_costs`)."""
+        return [run for run in self.runs if run.status == OK and has_costs(run)]
 
     def cost_json(self) -> Dict[str, Any]:
         means: Dict[str, Any] = {key: self.cost_mean(key) for _, key, _ in COST_COLUMNS}
@@ -725,7 +730,11 @@ def _is_number(value: Any) -> bool:
 
 
 def has_costs(run: Run) -> bool:
-    """Whether the run's `cost.json` has what the `tune_cost` callback records."""
+    """
+    Whether the run's `cost.json` has what the `tune_cost` callback records. A run still
+    training (or killed) has one too, with the epochs so far: the cost table counts only scored
+    runs (`Summary.runs_with_costs`).
+    """
     return run.cost is not None and _is_number(run.cost.get(COST_MARKER))
 
 

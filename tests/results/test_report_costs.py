@@ -189,6 +189,27 @@ def test_a_mix_of_old_and_new_runs_names_the_runs_without_costs(grid, make_run):
     assert "<h2>BERT: costs (mean over runs)</h2>" in render_html(report)
 
 
+def test_a_run_still_training_is_not_in_the_cost_means(grid, make_run):
+    # The ft cell's two finished runs: 42.0 s/epoch and 1500 MB on average. A third run is in
+    # its first epochs (no metrics.json yet): its cost.json says what it has cost so far.
+    running = make_run(grid / "sick_e_bert_ft" / "seed_3", 3, metrics=False)
+    add_outputs(
+        running,
+        cost(110_000_000, seconds=(20.0,), rss=900.0, finished=False, archive_bytes=MB),
+        predictions=False,
+    )
+    report = report_from_dirs([grid])
+    markdown = render_markdown(report)
+    ft = table_rows(markdown, "BERT: costs (mean over runs)")["SICK-E ft"]
+    assert ft[3:5] == ["42.0", "1500.0"]  # with the running run: 34.7 and 1300.0
+    assert ft[5] == f"{(110_000_000 * 4 + 1.5 * MB) / MB:.1f}"
+    assert ft[-1] == "2/3"
+    assert "incomplete (1/3)" in table_rows(markdown, "BERT")["SICK-E"][4]
+    cell = render_json(report)["rows"][0]["cells"]["ft"]["cost"]
+    assert cell["mean_epoch_seconds"] == pytest.approx(42.0)
+    assert cell["runs_with_costs"] == 2
+
+
 def test_tune_report_command_writes_costs_to_json(grid, tmp_path, monkeypatch, capsys):
     from allennlp.commands import main
 
