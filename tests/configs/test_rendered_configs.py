@@ -11,6 +11,7 @@ snapshot then shows exactly what changed:
     .venv/bin/python tests/configs/test_rendered_configs.py --write
 """
 
+import functools
 import json
 import re
 import sys
@@ -41,7 +42,9 @@ def render(config: Path) -> Dict[str, Any]:
     return Params.from_file(str(config), ext_vars=PLACEHOLDER_EXT_VARS).as_dict(quiet=True)
 
 
+@functools.lru_cache(maxsize=1)
 def _snapshot() -> Dict[str, Any]:
+    """The snapshot, read once per session (the tests only read it)."""
     return json.loads(SNAPSHOT.read_text(encoding="utf-8"))
 
 
