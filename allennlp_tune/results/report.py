@@ -198,17 +198,22 @@ class Summary:
     runs: List[Run] = field(default_factory=list)
 
     @property
+    def scored_runs(self) -> List[Run]:
+        """The runs that finished with their metric (`Run.scored`)."""
+        return [run for run in self.runs if run.scored]
+
+    @property
     def scores(self) -> List[float]:
         """Scores of the runs that have one: percentages where higher is better."""
         return [
             run.value * 100.0 if run.higher_is_better else run.value
-            for run in self.runs
-            if run.status == OK and run.value is not None
+            for run in self.scored_runs
+            if run.value is not None
         ]
 
     @property
     def as_percent(self) -> bool:
-        return all(run.higher_is_better for run in self.runs if run.status == OK)
+        return all(run.higher_is_better for run in self.scored_runs)
 
     @property
     def mean(self) -> Optional[float]:
@@ -255,14 +260,14 @@ class Summary:
         """
         values = [
             float(run.cost[key])
-            for run in self.runs
-            if run.status == OK and run.cost is not None and _is_number(run.cost.get(key))
+            for run in self.scored_runs
+            if run.cost is not None and _is_number(run.cost.get(key))
         ]
         return statistics.fmean(values) if values else None
 
     def runs_with_costs(self) -> List[Run]:
         """The scored runs whose `cost.json` the `tune_cost` callback wrote (`has_costs`)."""
-        return [run for run in self.runs if run.status == OK and has_costs(run)]
+        return [run for run in self.scored_runs if has_costs(run)]
 
     def cost_json(self) -> Dict[str, Any]:
         means: Dict[str, Any] = {key: self.cost_mean(key) for _, key, _ in COST_COLUMNS}
@@ -418,7 +423,7 @@ class Report:
 
     @property
     def problems(self) -> List[Run]:
-        return [run for run in self.runs if run.status != OK]
+        return [run for run in self.runs if not run.scored]
 
     def tables(self) -> List[Table]:
         tables = []
@@ -631,14 +636,14 @@ class Report:
 
     def without_costs(self) -> List[Run]:
         """Scored runs whose costs were not recorded (no `cost.json` from `tune_cost`)."""
-        return [run for run in self.runs if run.status == OK and not has_costs(run)]
+        return [run for run in self.runs if run.scored and not has_costs(run)]
 
     def without_predictions(self) -> List[Run]:
-        return [run for run in self.runs if run.status == OK and not run.predictions]
+        return [run for run in self.runs if run.scored and not run.predictions]
 
     def missing_output_lines(self) -> List[str]:
         """Which scored runs lack costs or dev predictions: one line if all do, else per run."""
-        scored = [run for run in self.runs if run.status == OK]
+        scored = [run for run in self.runs if run.scored]
         no_costs, no_predictions = self.without_costs(), self.without_predictions()
         all_no_costs = bool(scored) and len(no_costs) == len(scored)
         all_no_predictions = bool(scored) and len(no_predictions) == len(scored)
@@ -701,13 +706,13 @@ def _seed_list(seeds: Sequence[Optional[int]]) -> str:
 
 
 def _no_interval_reason(row: "Row") -> str:
-    scored = [run for cell in row.cells.values() for run in cell.runs if run.status == OK]
+    scored = [run for cell in row.cells.values() for run in cell.scored_runs]
     if not any(run.predictions for run in scored):
         return f"no scored run has {PREDICTIONS_NAME}"
     with_predictions = [
         mode
         for mode in row.used_modes()
-        if any(run.status == OK and run.predictions for run in row.cells[mode].runs)
+        if any(run.predictions for run in row.cells[mode].scored_runs)
     ]
     return f"only {', '.join(with_predictions)} has {PREDICTIONS_NAME}, nothing to compare with"
 
@@ -877,7 +882,7 @@ def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0
     notes: List[str] = []
     without: List[str] = []  # modes with scores but no predictions
     for mode in row.used_modes():
-        scored = [run for run in row.cells[mode].runs if run.status == OK]
+        scored = row.cells[mode].scored_runs
         loaded = []
         for run in scored:
             if not run.predictions:

@@ -162,6 +162,11 @@ class Run:
     # Whether it has `dev_predictions.jsonl`.
     predictions: bool = False
 
+    @property
+    def scored(self) -> bool:
+        """Status ok: it finished with its metric. Only these count in scores, costs, intervals."""
+        return self.status == OK
+
 
 def _describe(value: Any) -> str:
     """`a list ([1, 2])`, `a string ("adam")`: a JSON value's type and a short excerpt."""
