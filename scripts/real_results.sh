@@ -16,6 +16,8 @@
 #   scripts/real_results.sh peft_lr   # issue 15: BitFit and LoRA rates, two each, SICK-E seed 1
 #   scripts/real_results.sh peft      # fe / ft / sf / bitfit / lora with costs on the pair tasks
 #                                     # (PEFT_TASKS="sst2 conll2003": their 8k / 4k subsets)
+#   scripts/real_results.sh peft_search # a PEFT arm's rate and epochs on CoNLL-2003's 4k subset
+#                                     # (PEFT_SEARCH="bitfit:3e-3:10 bitfit:1e-2:10", PEFT_SEEDS)
 #   scripts/real_results.sh full      # issue 23: fe / ft on the whole CoNLL-2003 and SST-2 train
 #                                     # splits, seed 1 (FULL_CELLS picks cells, e.g. "conll2003_ft")
 set -euo pipefail
@@ -179,6 +181,23 @@ peft() {
           ${SUBSET[$task]:-}
       done
     done
+  done
+}
+
+peft_search() {
+  # A rate and epoch search for a parameter-efficient arm on one task, as the GPU's LoRA search on
+  # CoNLL-2003 did (RESULTS section 9): PEFT_SEARCH="MODE:RATE:EPOCHS ..." on PEFT_SEARCH_TASK
+  # (default conll2003, its 4k subset), seeds PEFT_SEEDS (default 1). Each setting has its own
+  # results folder, RUNS/peft_search/MODE_lrRATE_epEPOCHS; the scores are chosen on the dev set
+  # they are reported on.
+  local task=${PEFT_SEARCH_TASK:-conll2003} mode rate epochs
+  for setting in ${PEFT_SEARCH:-bitfit:3e-3:10 bitfit:1e-2:10}; do
+    IFS=: read -r mode rate epochs <<<"$setting"
+    # shellcheck disable=SC2086
+    $BIN/allennlp tune-grid "training_config/${task}_bert_${mode}.jsonnet" --seeds ${PEFT_SEEDS:-1} \
+      --results-dir "$RUNS/peft_search/${mode}_lr${rate}_ep$epochs" --no-progress \
+      "${MINILM_VARS[@]}" --ext-var TUNE_LR="$rate" --ext-var TUNE_EPOCHS="$epochs" \
+      ${SUBSET[$task]:-}
   done
 }
 
