@@ -27,6 +27,19 @@ Resuming, after a crash, a kill or Ctrl-C:
   never lost; the report ignores these renamed attempts;
 - a *failed* run is renamed to `seed_<k>.failed-<timestamp>` and retried, unless `keep_failed`.
 
+An attempt moved aside keeps its logs and loses its checkpoints, `best.th` and own feature
+cache (`tidy.tidy_run_dir`), unless `keep_checkpoints`: an interrupted fine-tuning run otherwise
+leaves hundreds of MB behind that nothing ever reads.
+
+A complete run is reused only while it is the run the command would train now
+(`allennlp_tune.results.fingerprint`): its `config.json` equals the config rendered now (every
+ext var and override), every local file or folder the config names (data, label files, the
+encoder) has the content it had, and the packages that compute the result have the versions
+they had. Before anything is trained, a complete run that differs refuses the whole grid with
+what changed, per run (`TUNE_LR (unset) -> 1e-3`, `dev.csv changed`), unless `retrain_changed`:
+then those runs are moved aside to `seed_<k>.changed-<timestamp>` (all their files kept) and
+trained again. Every run records its fingerprint in `tune_run.json` (`fingerprint`).
+
 The runs of a grid share one cache of frozen-encoder features, `DIR/.feature_cache`
 (`TUNE_FEATURE_CACHE_DIR` in their environment; entries are keyed by encoder weights, layers and
 input ids, so sharing is safe): the fe and sf runs of one task and encoder compute the features
@@ -81,10 +94,27 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.results.fingerprint import (
+    FINGERPRINT_KEY,
+    differences,
+    fingerprint,
+    predates_fingerprints,
+)
 from allennlp_tune.results.runs import (
     ARCHIVE_NAME,
     CONFIG_NAME,
@@ -678,6 +708,8 @@ class GridResult:
     skipped: List[Path] = field(default_factory=list)
     failed: List[Path] = field(default_factory=list)
     moved_aside: List[Path] = field(default_factory=list)
+    # Complete runs that no longer matched the command, moved aside and trained again.
+    retrained: List[Path] = field(default_factory=list)
 
 
 class _SigtermAsInterrupt:
@@ -698,6 +730,115 @@ class _SigtermAsInterrupt:
             signal.signal(signal.SIGTERM, self.previous)
 
 
+# ---- which complete runs still match the command (fingerprint) -----------------------------
+
+# How many differences the refusal names per run.
+MAX_NAMED_DIFFERENCES = 6
+
+
+def check_results_dir(results_dir: Path) -> None:
+    """Refuses a results folder that is a file, or lies under one, before anything is written."""
+    results_dir = Path(results_dir)
+    for path in (results_dir, *results_dir.parents):
+        if path.exists() or path.is_symlink():
+            if not path.is_dir():
+                where = "is" if path == results_dir else f"lies under {path}, which is"
+                raise ConfigurationError(
+                    f"--results-dir {results_dir} {where} a file, not a folder; give the path "
+                    "of a folder (it is created if missing)."
+                )
+            return
+
+
+def render_run_config(
+    config: Path,
+    run_ext_vars: Mapping[str, str],
+    overrides: Optional[str],
+    shared_cache: Optional[Path] = None,
+) -> Dict[str, Any]:
+    """The config as this grid's training child of the run renders it (environment, ext vars,
+    the shared feature cache, overrides); a `ConfigurationError` naming the config otherwise."""
+    from allennlp_tune.modules.token_embedders.feature_cache import CACHE_DIR_ENV
+    from allennlp_tune.results.plan import render_config
+
+    variables = dict(run_ext_vars)
+    if shared_cache is not None:
+        variables.setdefault(CACHE_DIR_ENV, str(shared_cache))
+    try:
+        return render_config(config, variables, overrides)
+    except Exception as error:  # Jsonnet's RuntimeError, a malformed --overrides
+        lines = str(error).strip().splitlines()
+        first = lines[0][:300] if lines else type(error).__name__
+        raise ConfigurationError(
+            f"{config} does not render with these ext vars and overrides: {first}"
+        ) from None
+
+
+@dataclass
+class ChangedRun:
+    """A complete run that the command would now train differently, and what differs."""
+
+    run_dir: Path
+    differences: List[str]
+
+
+def find_changed_runs(
+    configs: Sequence[Path],
+    seeds: Sequence[int],
+    results_dir: Path,
+    ext_vars: Optional[Dict[str, str]],
+    overrides: Optional[str],
+    shared_cache: Optional[Path],
+) -> Tuple[List[ChangedRun], List[Path]]:
+    """
+    The complete runs of `configs` x `seeds` whose config, files or packages differ from what
+    the command would use now (`fingerprint.differences`), and the complete runs that match on
+    their config but carry no fingerprint to check their files against.
+    """
+    changed: List[ChangedRun] = []
+    unverified: List[Path] = []
+    for config in configs:
+        for seed in seeds:
+            run_dir = Path(results_dir) / config_stem(config) / f"seed_{seed}"
+            if not is_complete(run_dir):
+                continue
+            trained = read_json(run_dir / CONFIG_NAME)
+            info = read_json(run_dir / RUN_INFO_NAME) or {}
+            run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(seed)}
+            now = render_run_config(config, run_ext_vars, overrides, shared_cache)
+            if trained is None:
+                changed.append(ChangedRun(run_dir, [f"it has no readable {CONFIG_NAME}"]))
+                continue
+            old = predates_fingerprints(info)
+            now_fingerprint = {} if old else fingerprint(now)
+            found = differences(trained, info, now, now_fingerprint, run_ext_vars)
+            if found:
+                changed.append(ChangedRun(run_dir, found))
+            elif old:
+                unverified.append(run_dir)
+    return changed, unverified
+
+
+def changed_runs_message(changed: Sequence[ChangedRun], results_dir: Path) -> str:
+    """The refusal: each changed run and what differs, then the two ways on."""
+    lines = [
+        f"nothing was trained: {len(changed)} complete run(s) in {results_dir} were trained "
+        "with something other than what this command uses now, and reusing them would mix two "
+        "experiments in one verdict:"
+    ]
+    for run in changed:
+        shown = run.differences[:MAX_NAMED_DIFFERENCES]
+        more = len(run.differences) - len(shown)
+        named = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        lines.append(f"  {run.run_dir.relative_to(results_dir)}: {named}")
+    lines.append(
+        "Give another --results-dir to keep the old runs apart, or add --retrain-changed to "
+        "move these runs aside (to seed_<k>.changed-<time>, nothing deleted) and train them "
+        "again."
+    )
+    return "\n".join(lines)
+
+
 def _plan_before_training(
     configs: Sequence[Path],
     seeds: Sequence[int],
@@ -707,17 +848,21 @@ def _plan_before_training(
     shared_cache: Optional[Path],
     plan_only: bool,
     tool: str,
+    retrain: Iterable[Path] = (),
 ) -> None:
-    """The planner's table for the configs with a run to do; raises when a cache won't fit."""
+    """The planner's table for the configs with a run to do (`retrain`: complete runs that will
+    train again); raises when a cache won't fit."""
     from allennlp_tune.modules.token_embedders.feature_cache import user_cache_directory
     from allennlp_tune.results.plan import budget_failures, plan_cell, print_plan
 
+    retrain = set(retrain)
     plans = []
     for config in configs:
         pending = [
             seed
             for seed in seeds
             if not is_complete(results_dir / config_stem(config) / f"seed_{seed}")
+            or results_dir / config_stem(config) / f"seed_{seed}" in retrain
         ]
         if not pending:
             continue
@@ -752,6 +897,7 @@ def run_grid(
     predict: Optional[Predictor] = predict_subprocess,
     plan: bool = True,
     plan_only: bool = False,
+    retrain_changed: bool = False,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -767,6 +913,10 @@ def run_grid(
     `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
     its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
     return an empty result.
+
+    Before either, every complete run is checked against what the command would train now
+    (`find_changed_runs`): one that differs raises a `ConfigurationError` naming what changed,
+    unless `retrain_changed`, which moves it aside and trains it again (module docstring).
     """
     from tqdm import tqdm
 
@@ -776,12 +926,33 @@ def run_grid(
     )
 
     results_dir = Path(results_dir)
+    check_results_dir(results_dir)
     shared_cache = None
     if user_cache_directory(ext_vars) is None:
         shared_cache = (results_dir / SHARED_CACHE_NAME).resolve()
+    changed, unverified = find_changed_runs(
+        configs, seeds, results_dir, ext_vars, overrides, shared_cache
+    )
+    if changed and not retrain_changed:
+        raise ConfigurationError(changed_runs_message(changed, results_dir))
+    if unverified:
+        print(
+            f"{tool}: {len(unverified)} complete run(s) predate run fingerprints: their config "
+            "matches this command, their data and encoder files could not be checked.",
+            file=sys.stderr,
+        )
+    retrain = {run.run_dir for run in changed}
     if plan or plan_only:
         _plan_before_training(
-            configs, seeds, results_dir, ext_vars, overrides, shared_cache, plan_only, tool
+            configs,
+            seeds,
+            results_dir,
+            ext_vars,
+            overrides,
+            shared_cache,
+            plan_only,
+            tool,
+            retrain,
         )
         if plan_only:
             return GridResult()
@@ -798,7 +969,12 @@ def run_grid(
                 run_dir = results_dir / stem / f"seed_{seed}"
                 pending_log = run_dir.with_name(f"seed_{seed}.log")
                 bar.set_postfix_str(f"{stem} seed {seed}")
-                if is_complete(run_dir):
+                if run_dir in retrain:
+                    aside = move_aside(run_dir, "changed")
+                    result.moved_aside.append(aside)
+                    result.retrained.append(run_dir)
+                    bar.write(f"{tool}: moved the changed {run_dir} aside to {aside.name}")
+                elif is_complete(run_dir):
                     if not (run_dir / ARCHIVE_NAME).is_file():
                         bar.write(
                             f"{tool}: {run_dir} finished earlier but has no {ARCHIVE_NAME} any "
@@ -820,7 +996,14 @@ def run_grid(
                     if pending_log.exists() and not (aside / RUN_LOG_NAME).exists():
                         os.replace(pending_log, aside / RUN_LOG_NAME)
                     result.moved_aside.append(aside)
-                    bar.write(f"{tool}: moved the unfinished {run_dir} aside to {aside.name}")
+                    freed = ""
+                    if not keep_checkpoints:
+                        tidied = tidy_run_dir(aside, drop_weights=True)
+                        if tidied["removed"]:
+                            freed = f" (its checkpoints deleted, {tidied['freed_mb']} MB)"
+                    bar.write(
+                        f"{tool}: moved the unfinished {run_dir} aside to {aside.name}{freed}"
+                    )
                 run_dir.parent.mkdir(parents=True, exist_ok=True)
 
                 environment = dict(os.environ)
@@ -877,6 +1060,7 @@ def run_grid(
                     )
                 else:
                     result.trained.append(run_dir)
+                    info[FINGERPRINT_KEY] = fingerprint(read_json(run_dir / CONFIG_NAME) or {})
                     bar.set_postfix_str(f"{stem} seed {seed}, dev predictions")
                     info.update(record_run_outputs(run_dir, environment, predict))
                     if "predictions_error" in info:

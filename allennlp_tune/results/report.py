@@ -377,6 +377,9 @@ class Row:
 
     @property
     def delta(self) -> Optional[float]:
+        """ft − fe; `None` where either cell averages runs trained differently (mixed)."""
+        if any(self.cells[mode].mixed_settings() for mode in ("fe", "ft")):
+            return None
         fe, ft = self.cells["fe"].mean, self.cells["ft"].mean
         return None if fe is None or ft is None else ft - fe
 
@@ -558,7 +561,8 @@ class Report:
             for note in row.paired_notes:
                 lines.append(f"{label}: {note}")
             if row.paired_notes and row.verdict is None:
-                lines.append(f"{label}: no interval of ft vs fe; {old_rule}.")
+                kept = old_rule if row.delta is not None else "no Δ either (a cell is mixed)"
+                lines.append(f"{label}: no interval of ft vs fe; {kept}.")
         return lines
 
     def overlap_lines(self) -> List[str]:
@@ -883,6 +887,14 @@ def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0
     without: List[str] = []  # modes with scores but no predictions
     for mode in row.used_modes():
         scored = row.cells[mode].scored_runs
+        mixed = row.cells[mode].mixed_settings()
+        if mixed:
+            named = ", ".join(list(mixed)[:3]) + (", ..." if len(mixed) > 3 else "")
+            notes.append(
+                f"{mode}: no verdict: its runs were trained differently ({named}); put runs "
+                "of one setting in a cell (see the cells that mix settings)"
+            )
+            continue
         loaded = []
         for run in scored:
             if not run.predictions:

@@ -12,6 +12,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
 from allennlp_tune.results.cli import add_grid_parser, add_report_parser
 from allennlp_tune.results.grid import expand_configs, parse_ext_vars, run_grid, train_subprocess
+from allennlp_tune.results.plan import render_config
 from allennlp_tune.results.report import render_markdown, report_from_dirs
 
 
@@ -39,7 +40,10 @@ class FakeTraining:
         (cache / "ab" / f"{run_dir.parent.name}_{seed}.f16").write_bytes(b"f")
         log_path.write_text("training\n")
         run_dir.mkdir()
-        config = {"random_seed": seed, "trainer": {"validation_metric": "+accuracy"}}
+        # What `allennlp train` writes: the config rendered with the run's environment.
+        config_path = Path(command[command.index("train") + 1])
+        overrides = command[command.index("--overrides") + 1] if "--overrides" in command else None
+        config = render_config(config_path, environment, overrides)
         (run_dir / "config.json").write_text(json.dumps(config))
         for name in ("best.th", f"model_state_e{seed}_b0.th", f"training_state_e{seed}_b0.th"):
             (run_dir / name).write_bytes(b"w" * 1024)
@@ -61,8 +65,15 @@ def configs(tmp_path):
     paths = [tmp_path / "configs" / f"sick_e_bow_{mode}.jsonnet" for mode in ("fe", "ft")]
     paths[0].parent.mkdir()
     for path in paths:
-        path.write_text("{}")
+        path.write_text(GRID_CONFIG)
     return paths
+
+
+# A config as the fake training reads it: its seed and metric (the rest is never trained).
+GRID_CONFIG = """{
+  random_seed: std.parseInt(std.extVar("TUNE_SEED")),
+  trainer: {validation_metric: "+accuracy"},
+}"""
 
 
 def status(run_dir):
@@ -257,6 +268,9 @@ def test_real_training_resumes_from_a_kill(tmp_path, tiny_config, tiny_ext_vars,
     runs = results / "sst2_bow_fe"
     done_info = {"status": "ok", "task": "sst2", "encoder": "bow", "mode": "fe", "seed": 1}
     make_run(runs / "seed_1", 1, 0.25, archive=True, info=done_info)
+    # Trained with this very config (else the grid refuses to reuse it).
+    rendered = render_config(tiny_config, {**tiny_ext_vars, "TUNE_SEED": "1"})
+    (runs / "seed_1" / "config.json").write_text(json.dumps(rendered))
     # What a kill leaves: AllenNLP's files without tune_run.json, and the pending log.
     make_run(runs / "seed_2", 2, metrics=False)
     (runs / "seed_2.log").write_text("killed here\n")
@@ -329,3 +343,109 @@ def _sigterm_stops_the_child(tmp_path, configs):
     assert time.monotonic() - started < 10  # the child got SIGINT and did not sleep on
     assert status(tmp_path / "results" / "sick_e_bow_fe" / "seed_1") == "ok"
     assert len(children) == 1 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+# Complete runs are reused only while they match the command (fingerprints) -------------------
+
+# A config whose learning rate is an ext var (TUNE_LR, default 0.01) and that names a data file.
+READING_CONFIG = """{
+  random_seed: std.parseInt(std.extVar("TUNE_SEED")),
+  train_data_path: std.extVar("DATA"),
+  trainer: {validation_metric: "+accuracy",
+            optimizer: {lr: std.parseJson(std.extVar("RATE"))}},
+}"""
+
+
+def test_a_changed_run_is_refused_and_retrain_changed_trains_exactly_it(tmp_path, configs, capsys):
+    data = tmp_path / "train.tsv"
+    data.write_text("a\t1\n")
+    reading = tmp_path / "configs" / "sick_e_bow_sf.jsonnet"
+    reading.write_text(READING_CONFIG)
+    grid = [*configs, reading]
+    results = tmp_path / "results"
+    ext_vars = {"DATA": str(data), "RATE": "0.01"}
+    run_grid(grid, [1, 2], results, ext_vars=ext_vars, runner=FakeTraining(), progress=False)
+    info = json.loads((results / "sick_e_bow_sf" / "seed_1" / "tune_run.json").read_text())
+    digest = info["fingerprint"]["files"][str(data)]
+    assert digest.startswith("sha256:") and "torch" in info["fingerprint"]["packages"]
+    untouched = FakeTraining()
+    result = run_grid(grid, [1, 2], results, ext_vars=ext_vars, runner=untouched)
+    assert untouched.calls == [] and len(result.skipped) == 6
+
+    # Another rate: the two runs of the config that reads it are refused, by name, before any
+    # training or moving; the planner never ran either.
+    capsys.readouterr()
+    faster = {**ext_vars, "RATE": "0.1"}
+    with pytest.raises(ConfigurationError) as refused:
+        run_grid(grid, [1, 2], results, ext_vars=faster, runner=untouched, plan_only=True)
+    message = str(refused.value)
+    assert "2 complete run(s)" in message and "--retrain-changed" in message
+    for seed in (1, 2):
+        assert f"sick_e_bow_sf/seed_{seed}: RATE 0.01 -> 0.1; trainer.optimizer.lr 0.01 -> 0.1" in (
+            message
+        )
+    assert "sick_e_bow_fe" not in message and untouched.calls == []
+    assert "plan of the" not in capsys.readouterr().err
+
+    retraining = FakeTraining()
+    result = run_grid(
+        grid, [1, 2], results, ext_vars=faster, runner=retraining, retrain_changed=True
+    )
+    assert retraining.calls == [("sick_e_bow_sf", 1), ("sick_e_bow_sf", 2)]
+    assert result.retrained == result.trained and len(result.skipped) == 4
+    assert sorted(path.name.split(".")[1][:8] for path in result.moved_aside) == ["changed-"] * 2
+    # The report reads the new runs only (the changed ones are superseded attempts).
+    report = report_from_dirs([results])
+    assert report.superseded == 2 and len(report.runs) == 6
+
+    # The data file's content changes under the same path: refused, naming the file.
+    data.write_text("a\t1\nb\t0\n")
+    with pytest.raises(ConfigurationError, match=r"train\.tsv changed \(train_data_path: sha256:"):
+        run_grid(grid, [1], results, ext_vars=faster, runner=untouched)
+    assert untouched.calls == []
+
+
+def test_a_cell_of_runs_trained_on_other_data_gets_no_verdict(tmp_path, make_run):
+    """The report flags the content change and withholds the paired verdict of that mode."""
+    results = tmp_path / "results"
+    for mode, seed, digest in (("fe", 1, "a"), ("fe", 2, "b"), ("ft", 1, "a"), ("ft", 2, "a")):
+        run = results / f"sick_e_bow_{mode}" / f"seed_{seed}"
+        info = {"status": "ok", "fingerprint": {"files": {"/d/dev.tsv": f"sha256:{digest}"}}}
+        make_run(run, seed, 0.5 + seed / 10, info=info)
+        config = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(
+            json.dumps({**config, "validation_data_path": "/d/dev.tsv"})
+        )
+        lines = [
+            {"index": i, "gold": "1", "prediction": "1" if i % seed else "0"} for i in range(20)
+        ]
+        (run / "dev_predictions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    markdown = render_markdown(report_from_dirs([results]))
+    assert "validation_data_path (content)" in markdown
+    assert "fe: no verdict: its runs were trained differently" in markdown
+    assert "| ft vs fe" not in markdown.replace("Verdict ft vs fe", "")
+
+
+def test_moved_aside_attempts_lose_their_checkpoints_unless_kept(tmp_path, configs):
+    results = tmp_path / "results"
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(configs[:1], [1], results, runner=FakeTraining(interrupt_at=1))
+    [aside] = run_grid(configs[:1], [1], results, runner=FakeTraining()).moved_aside
+    assert sorted(path.name for path in aside.iterdir()) == ["config.json", "tune_train.log"]
+    kept = tmp_path / "kept"
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(configs[:1], [1], kept, runner=FakeTraining(interrupt_at=1))
+    result = run_grid(configs[:1], [1], kept, runner=FakeTraining(), keep_checkpoints=True)
+    assert len(list(result.moved_aside[0].glob("*.th"))) == 3
+
+
+def test_a_results_folder_that_is_a_file_is_refused(tmp_path, configs, capsys):
+    (tmp_path / "file").write_text("x")
+    for results in (tmp_path / "file", tmp_path / "file" / "below"):
+        with pytest.raises(ConfigurationError, match="a file, not a folder"):
+            run_grid(configs, [1], results, runner=FakeTraining())
+    argv = [configs[0], "--results-dir", tmp_path / "file" / "below", "--no-progress"]
+    with pytest.raises(SystemExit) as exit:
+        run_cli(add_grid_parser, argv)
+    assert exit.value.code == 2
+    assert "lies under" in capsys.readouterr().err
