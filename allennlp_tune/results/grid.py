@@ -853,7 +853,7 @@ def _plan_before_training(
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
     train again); raises when a cache won't fit."""
     from allennlp_tune.modules.token_embedders.feature_cache import user_cache_directory
-    from allennlp_tune.results.plan import budget_failures, plan_cell, print_plan
+    from allennlp_tune.results.plan import budget_failures, plan_cell, plan_problems, print_plan
 
     retrain = set(retrain)
     plans = []
@@ -881,6 +881,9 @@ def _plan_before_training(
     message = budget_failures(plans)
     if message:
         raise ConfigurationError(f"nothing was trained: {message}")
+    problems = plan_problems(plans)
+    if plan_only and problems:
+        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
 
 
 def run_grid(

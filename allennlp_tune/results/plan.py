@@ -266,6 +266,13 @@ class CellPlan:
     epochs: Optional[int] = None  # the config's trainer.num_epochs
     peak_rss_mb: Optional[float] = None
     notes: List[str] = field(default_factory=list)
+    # The notes that mean a run of this cell cannot train (no config, encoder or train data).
+    problems: List[str] = field(default_factory=list)
+
+    def problem(self, text: str) -> None:
+        """A note that a run of this cell would fail on (shown among the notes too)."""
+        self.notes.append(text)
+        self.problems.append(text)
 
 
 # Reading the data ----------------------------------------------------------------------------
@@ -478,7 +485,7 @@ def plan_cell(
         if rendered is None:
             rendered = render_config(config, ext_vars, overrides)
     except Exception as error:  # Jsonnet's RuntimeError, a bad override
-        plan.notes.append(f"does not render: {str(error).strip().splitlines()[0][:200]}")
+        plan.problem(f"does not render: {str(error).strip().splitlines()[0][:200]}")
         return plan
 
     model_config = rendered.get("model")
@@ -499,7 +506,7 @@ def plan_cell(
                 if plan.encoder is None:
                     plan.notes.append("ELMo options file is not a local file: size unknown")
         except Exception as error:
-            plan.notes.append(f"encoder config not readable: {type(error).__name__}: {error}")
+            plan.problem(f"encoder config not readable: {type(error).__name__}: {error}")
     else:
         plan.notes.append("no transformer or ELMo embedder found")
 
@@ -508,12 +515,12 @@ def plan_cell(
     if not isinstance(reader_config, dict) or not isinstance(train_path, str):
         plan.notes.append("no dataset_reader or train_data_path")
     elif "://" not in train_path and not os.path.exists(train_path):
-        plan.notes.append(f"train data {train_path} does not exist")
+        plan.problem(f"train data {train_path} does not exist")
     else:
         try:
             plan.data = _cached_count(reader_config, train_path)
         except Exception as error:
-            plan.notes.append(f"train data not readable: {type(error).__name__}: {error}"[:300])
+            plan.problem(f"train data not readable: {type(error).__name__}: {error}"[:300])
 
     cache = (embedder or {}).get("feature_cache")
     if embedder_mode == FE_MODE and isinstance(cache, dict) and plan.encoder is not None:
@@ -674,6 +681,12 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         "); n/a where no measurement exists."
     )
     return "\n".join(lines + [""] + details + ([""] if details else []) + [footer]) + "\n"
+
+
+def plan_problems(plans: Sequence[CellPlan]) -> Optional[str]:
+    """The cells whose runs would fail (`CellPlan.problems`), one `stem: problem` each, or None."""
+    found = [f"{plan.stem}: {problem}" for plan in plans for problem in plan.problems]
+    return " | ".join(found) if found else None
 
 
 def budget_failures(plans: Sequence[CellPlan]) -> Optional[str]:

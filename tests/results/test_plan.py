@@ -464,6 +464,28 @@ def test_the_command_line_flags(tmp_path, capsys):
     assert sorted(path.name for path in results.iterdir()) == ["configs"]
 
 
+def test_plan_only_fails_on_what_would_fail_the_runs(tmp_path, capsys):
+    """A seed numpy refuses, overrides that do not apply and a missing encoder exit with 2."""
+    from allennlp_tune.results.cli import add_grid_parser
+
+    results = tmp_path / "results"
+    plan_only = [SST2_FE, "--results-dir", results, "--plan-only"]
+    cases = [
+        (["--seeds", "-1", *ext_var_arguments()], "--seeds: expected a whole number from 0"),
+        ([*ext_var_arguments(), "-o", "{not json"], "does not render"),
+        (
+            ext_var_arguments(TUNE_BERT_MODEL=str(tmp_path / "no-such-model")),
+            "encoder config not readable",
+        ),
+    ]
+    for arguments, message in cases:
+        with pytest.raises(SystemExit) as exited:
+            run_cli(add_grid_parser, [*plan_only, *arguments])
+        assert exited.value.code == 2
+        assert message in capsys.readouterr().err
+    assert not results.exists()
+
+
 def test_the_cache_estimate_counts_the_validation_entries(tmp_path, monkeypatch):
     """The trainer's validation goes through the cache too: the estimate counts both splits."""
     from allennlp.commands.train import train_model
