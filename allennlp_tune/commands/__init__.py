@@ -7,6 +7,7 @@ from allennlp_tune.commands.mi import MutualInformation
 from allennlp_tune.commands.probe import Probe
 from allennlp_tune.commands.tune_compare import TuneCompare
 from allennlp_tune.commands.tune_data import TuneData
+from allennlp_tune.commands.tune_export import TuneExport
 from allennlp_tune.commands.tune_grid import TuneGrid
 from allennlp_tune.commands.tune_report import TuneReport
 from allennlp_tune.commands.tune_search import TuneSearch
@@ -16,6 +17,7 @@ __all__ = [
     "Probe",
     "TuneCompare",
     "TuneData",
+    "TuneExport",
     "TuneGrid",
     "TuneReport",
     "TuneSearch",
