@@ -6,7 +6,11 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
 from allennlp.data.instance import Instance
 
-from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, PairTaskReader
+from allennlp_tune.data.dataset_readers.task_reader import (
+    InvalidRow,
+    PairTaskReader,
+    json_too_deep_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +137,14 @@ class MnliReader(PairTaskReader):
                     line_number,
                     InvalidRow(
                         f"expected a JSON object with sentence1, sentence2 and gold_label ({error})"
+                    ),
+                )
+            except RecursionError:
+                yield (
+                    line_number,
+                    InvalidRow(
+                        f"{json_too_deep_message()}; expected a JSON object with sentence1, "
+                        "sentence2 and gold_label"
                     ),
                 )
 

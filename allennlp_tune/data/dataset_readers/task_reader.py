@@ -6,10 +6,14 @@ what was expected (or, with `skip_invalid: true`, logs each skipped row and the 
 builds instances through `TaskReader.sentence_instance` or `PairTaskReader.pair_instance`.
 """
 
+import codecs
+import json
 import logging
 import os
+import re
+import sys
 import unicodedata
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -29,6 +33,77 @@ PAIR_ENCODINGS = ("joint", "separate")
 
 class InvalidRow(Exception):
     """Raised inside a reader's row parser; `TaskReader` adds the file and line."""
+
+
+# The one grammar of numbers (scores) in every reader: an optional sign, ASCII digits with an
+# optional decimal point, an optional exponent (`3`, `-0.5`, `.5`, `4.`, `1e-3`), with spaces
+# around it. Python's `float` accepts more, which would read silently as numbers what is almost
+# certainly a typo or another script: `1_0` (as 10), full-width or Arabic-Indic digits (`３` as
+# 3), `inf`, `nan`.
+NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+NUMBER_GRAMMAR = (
+    "ASCII digits with an optional sign, decimal point and exponent, e.g. 3, -0.5, 1e-3"
+)
+
+
+def parse_number(text: str) -> Optional[float]:
+    """
+    The value of `text` when it is a number in the readers' grammar (`NUMBER`, spaces around it
+    allowed), else `None`. May be `inf` for an exponent beyond the float range.
+    """
+    stripped = text.strip()
+    if not NUMBER.fullmatch(stripped):
+        return None
+    return float(stripped)
+
+
+def json_too_deep_message() -> str:
+    """What is wrong with a JSON text whose nesting makes Python's parser raise RecursionError."""
+    return (
+        "arrays or objects nested deeper than Python's JSON parser can read (about "
+        f"{sys.getrecursionlimit()} levels)"
+    )
+
+
+def load_json_line(line: str, expected: str) -> Any:
+    """
+    `json.loads(line)`; raises `InvalidRow` saying what is wrong with a line that is not JSON,
+    or whose nesting is too deep for Python's parser (a bare `RecursionError` otherwise, which
+    `skip_invalid` would not catch). `expected` ends the message ("one JSON object a line").
+    """
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise InvalidRow(
+            f"not valid JSON ({error.msg} at column {error.colno}); expected {expected}"
+        ) from None
+    except RecursionError:
+        raise InvalidRow(f"{json_too_deep_message()}; expected {expected}") from None
+
+
+def check_encoding(encoding: Any, where: str = "dataset_reader.encoding") -> str:
+    """
+    `encoding` when Python knows it as a text encoding; a `ConfigurationError` naming the value
+    otherwise, when the reader is built rather than at the first line it reads.
+    """
+    if not isinstance(encoding, str):
+        raise ConfigurationError(
+            f"{where} is {encoding!r}; expected the name of a text encoding such as 'utf-8'."
+        )
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        raise ConfigurationError(
+            f"{where} is {encoding!r}, which Python does not know as an encoding. Expected a "
+            "text encoding such as 'utf-8', 'utf-8-sig' (UTF-8 with a BOM), 'utf-16', "
+            "'latin-1' or 'cp1252'."
+        ) from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise ConfigurationError(
+            f"{where} is {encoding!r}, a codec that does not decode bytes to text (such as "
+            "'base64' or 'rot13'). Expected a text encoding such as 'utf-8' or 'latin-1'."
+        )
+    return encoding
 
 
 def is_blank(text: str) -> bool:
@@ -240,10 +315,10 @@ class TaskReader(DatasetReader):
 
     @staticmethod
     def score(value: str, low: float, high: float, column: str = "score") -> float:
-        try:
-            number = float(value)
-        except ValueError:
-            raise InvalidRow(f"the {column} {value!r} is not a number") from None
+        """`value` read as a number (`NUMBER`), which must lie in `[low, high]`."""
+        number = parse_number(value)
+        if number is None:
+            raise InvalidRow(f"the {column} {value!r} is not a number (expected {NUMBER_GRAMMAR})")
         if not low <= number <= high:
             raise InvalidRow(f"the {column} {number} is outside the range [{low}, {high}]")
         return number

@@ -1,18 +1,27 @@
 import csv
-import json
 import logging
 import math
+import os
+import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
 from allennlp.data.fields import Field, LabelField, TensorField, TextField
 from allennlp.data.instance import Instance
+from allennlp.data.vocabulary import Vocabulary
 
-from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, PairTaskReader
+from allennlp_tune.data.dataset_readers.task_reader import (
+    NUMBER_GRAMMAR,
+    InvalidRow,
+    PairTaskReader,
+    check_encoding,
+    load_json_line,
+    parse_number,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +34,18 @@ DELIMITERS = {"csv": ",", "tsv": "\t"}
 Column = Union[str, int]
 # A delimited record: its cells and the line it ends on (a quoted field may hold newlines).
 Record = Tuple[List[str], int]
+# Where a trained model's label set is, inside its archive (or serialization directory): the
+# vocabulary namespace of the `label` field.
+LABEL_NAMESPACE = "labels"
+
+
+def _python_reads(text: str) -> bool:
+    """Whether Python's `float` reads `text` (which the readers' number grammar may refuse)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _json_type(value: object) -> str:
@@ -46,9 +67,21 @@ class TuneTableReader(PairTaskReader):
       header, or as the first row without one. Empty lines are ignored.
     - JSON-lines: one JSON object a line; columns are keys, other keys are ignored. Texts must be
       JSON strings; a class label a string or an integer; a score a number or a numeric string.
-      Empty lines are ignored.
+      Empty lines are ignored. A line whose arrays or objects are nested deeper than Python's
+      JSON parser can read (about a thousand levels) is an invalid row like any other.
 
     The format is `format`, or else the file's extension (`.csv`, `.tsv`, `.jsonl`).
+
+    **Labels and scores are read as written.** A class label is its text with the spaces around
+    it removed (a file whose labels have such spaces gets one warning naming its first such
+    line and their number, since `"pos "` is more often a stray space than a class of its own);
+    it is never read as a number, so `1`, `1.0` and `01` would be three classes. Labels of a
+    `labels_file` that differ only in how a number is written (`1`, `1.0`, `01`, `+1`, `1e0`,
+    full-width `１`) are therefore an error naming their lines: write each class one way, or list
+    them all in `labels` if they really are different classes. A score follows one grammar:
+    ASCII digits with an optional sign, decimal point and exponent (`3`, `-0.5`, `.5`, `1e-3`),
+    spaces around it allowed, finite. Python's `float` also reads `1_0` (as 10), other scripts'
+    digits (`３`, `٣`), `inf` and `nan`; here each of those is an invalid row naming its line.
 
     `kind` says what is predicted, and whether rows are pairs:
 
@@ -75,6 +108,12 @@ class TuneTableReader(PairTaskReader):
     the order in which AllenNLP reads files. That costs one extra pass over the training file.
     A label that occurs only on the first row of `labels_file` with `header: false` is an error:
     that row is almost certainly a header read as data (give `labels` to accept it).
+
+    A trained model carries its label set with it: its archive's vocabulary (namespace `labels`)
+    holds the labels it was trained on. A reader that AllenNLP builds from an archive
+    (`allennlp evaluate`, `allennlp predict`, `load_archive`) takes the label set from there,
+    not from `labels_file`, so the archive keeps working once the training file has moved or
+    changed, and a test label the model never saw is an error naming its line.
 
     A header read as data never passes silently: with `header: false`, its label cell is an
     unknown label (classification), is not a number (regression), or is caught in `labels_file`
@@ -120,7 +159,9 @@ class TuneTableReader(PairTaskReader):
         The column of the text (the first text of a pair): a header name or JSON key, or a
         0-based index with `header: false`.
     label : `Union[str, int]`
-        The column of the class label or score.
+        The column of the class label or score. Labels are read as written (spaces around them
+        removed, with a warning); scores in one grammar: ASCII digits with an optional sign,
+        decimal point and exponent, e.g. `3`, `-0.5`, `1e-3` (no `1_0`, no `３`, no `inf`/`nan`).
     text_pair : `Union[str, int]`, optional (default = `None`)
         The column of the second text; required by the pair kinds, refused by the others.
     format : `str`, optional (default = `None`)
@@ -133,15 +174,19 @@ class TuneTableReader(PairTaskReader):
     quoting : `bool`, optional (default = `true` for CSV, `false` for TSV)
         Whether `"` quotes fields (CSV rules). Refused for JSON-lines.
     labels : `List[str]`, optional (default = `None`)
-        The label set of a classification (integers are read as their strings).
+        The label set of a classification (integers are read as their strings). Labels that
+        differ only in how a number is written (`"1"`, `"1.0"`) are distinct classes only when
+        they are listed here.
     labels_file : `str`, optional (default = `None`)
         Instead of `labels`: a file in the same layout, normally the training file, whose label
-        column is the label set.
+        column is the label set. Not read by a reader built from a model archive, which takes
+        the label set from the archive's vocabulary.
     score_range : `Tuple[float, float]`, optional (default = `None`)
         Regression: the scores must lie in `[low, high]` (`[0, 5]` for STS-B, `[1, 5]` for
         SICK-R). Without it any finite number is accepted.
     encoding : `str`, optional (default = `"utf-8"`)
-        The files' text encoding; bytes that do not decode are an error naming the line.
+        The files' text encoding, checked when the reader is built (a name Python does not know
+        is an error naming it); bytes that do not decode are an error naming the line.
     pair_encoding : `str`, optional (default = `"joint"` with a `pretrained_transformer`
         tokenizer, else `"separate"`)
         Pair kinds only: see `PairTaskReader`.
@@ -215,7 +260,9 @@ class TuneTableReader(PairTaskReader):
         self._format = format
         self._header = header
         self._quoting = quoting
-        self._encoding = encoding
+        self._encoding = check_encoding(encoding)
+        # Files whose labels with spaces around them were reported already (once per file).
+        self._spaced_reported: Set[str] = set()
         if format is not None:
             self._check_layout(format, f"dataset_reader.format {format!r}")
 
@@ -241,6 +288,9 @@ class TuneTableReader(PairTaskReader):
                 )
             if labels is not None:
                 self._labels = self._check_labels(labels)
+            else:
+                # Now: AllenNLP removes an extracted archive once it has built the readers.
+                self._labels = self._archived_labels()
         self._score_range = self._check_range(score_range) if score_range is not None else None
 
     # ----------------------------------------------------------------------------------------
@@ -337,15 +387,18 @@ class TuneTableReader(PairTaskReader):
     def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
         labels = self._label_set()
         fmt = self._format_of(file_path)
-        parse = self._parser(file_path, fmt, labels)
+        state = self._new_state()
+        parse = self._parser(file_path, fmt, labels, state)
         for texts, label in self._parse_all(file_path, parse, lines=self._records(file_path, fmt)):
             yield self.text_to_instance(*texts, label)  # type: ignore[call-arg]
+        self._report_spaced_labels(file_path, state)
 
     def label_set(self) -> Optional[FrozenSet[str]]:
         """
-        The label set of a classification: `labels`, or the label column of `labels_file` (read
-        once, with its checks); `None` for the regression kinds. `tune-compare` counts it for a
-        task's `num_labels`.
+        The label set of a classification: `labels`, the labels of the archived vocabulary for
+        a reader built from a model archive, or the label column of `labels_file` (read once,
+        with its checks); `None` for the regression kinds. `tune-compare` counts it for a task's
+        `num_labels`.
         """
         return self._label_set()
 
@@ -355,11 +408,39 @@ class TuneTableReader(PairTaskReader):
         self._labels = self._read_labels_file(self._labels_file)  # type: ignore[arg-type]
         return self._labels
 
+    def _archived_labels(self) -> Optional[FrozenSet[str]]:
+        """
+        The labels a trained model knows, when this reader is built for one: AllenNLP passes
+        `serialization_dir` (the extracted archive, or the run's folder) to the readers it
+        builds from an archive's config, and the vocabulary there holds the model's labels. So
+        evaluating or predicting never needs the training file. `None` before the vocabulary
+        exists (when training starts) and for a reader built on its own.
+        """
+        if not self.serialization_dir:
+            return None
+        path = os.path.join(self.serialization_dir, "vocabulary", LABEL_NAMESPACE + ".txt")
+        if not os.path.isfile(path):
+            return None
+        vocabulary = Vocabulary(non_padded_namespaces=[LABEL_NAMESPACE])
+        vocabulary.set_from_file(path, is_padded=False, namespace=LABEL_NAMESPACE)
+        labels = frozenset(vocabulary.get_token_to_index_vocabulary(LABEL_NAMESPACE))
+        if not labels:
+            return None
+        logger.info(
+            "Label set from the model's vocabulary %s (not dataset_reader.labels_file): %s",
+            path,
+            sorted(labels),
+        )
+        return labels
+
     def _read_labels_file(self, file_path: str) -> FrozenSet[str]:
         """The label column of `file_path` (all of it: no sharding, no `max_instances`)."""
         fmt = self._format_of(file_path)
-        parse = self._parser(file_path, fmt, None)
+        state = self._new_state()
+        parse = self._parser(file_path, fmt, None, state)
         counts: Counter = Counter()
+        # The first line of each label, for errors.
+        lines: Dict[str, int] = {}
         first: Optional[Tuple[int, str]] = None
         skipped = 0
         for line_number, record in self._records(file_path, fmt):
@@ -376,6 +457,7 @@ class TuneTableReader(PairTaskReader):
             if row is not None:
                 label = row[1]
                 counts[label] += 1
+                lines.setdefault(label, line_number)
                 if first is None:
                     first = (line_number, label)
         if skipped:
@@ -402,8 +484,59 @@ class TuneTableReader(PairTaskReader):
                 "read as data. Set header: true if it is a header; if it is a real row, give the "
                 "label set as dataset_reader.labels instead of labels_file."
             )
+        self._check_number_labels(file_path, lines)
+        self._report_spaced_labels(file_path, state)
         logger.info("Label set from %s: %s", file_path, sorted(counts))
         return frozenset(counts)
+
+    @staticmethod
+    def _check_number_labels(file_path: str, lines: Dict[str, int]) -> None:
+        """
+        Labels of `labels_file` that are one number written in different ways (`1`, `1.0`,
+        `01`, full-width `１`) would be different classes, which is almost never meant: a
+        `ConfigurationError` names them and their first lines. (Listed in `labels`, they are
+        accepted as distinct classes.)
+        """
+        by_value: Dict[float, List[str]] = {}
+        for label in lines:
+            value = parse_number(unicodedata.normalize("NFKC", label))
+            if value is not None:
+                by_value.setdefault(value, []).append(label)
+        for same in by_value.values():
+            if len(same) < 2:
+                continue
+            same.sort(key=lines.__getitem__)
+            found = ", ".join(f"{label!r} (line {lines[label]})" for label in same)
+            raise ConfigurationError(
+                f"{file_path} (dataset_reader.labels_file): the labels {found} are the same "
+                f"number written in {len(same)} ways, so they would be {len(same)} different "
+                f"classes. Write each class one way in every file (e.g. {same[0]!r}); if they "
+                "really are different classes, list them all in dataset_reader.labels instead of "
+                "labels_file."
+            )
+
+    @staticmethod
+    def _new_state() -> Dict[str, object]:
+        """What `_parser` keeps while it reads one file (see there)."""
+        return {"indices": None, "width": None, "first": None, "spaced": 0, "spaced_first": None}
+
+    def _report_spaced_labels(self, file_path: PathOrStr, state: Dict[str, object]) -> None:
+        """One warning per file whose labels had spaces around them (read without them)."""
+        count = state["spaced"]
+        if not count or str(file_path) in self._spaced_reported:
+            return
+        self._spaced_reported.add(str(file_path))
+        line_number, raw = state["spaced_first"]  # type: ignore[misc]
+        logger.warning(
+            "%s: %d label(s) have spaces before or after them, the first on line %d (%r); they "
+            "are read without the spaces (as %r). Remove the spaces if they are stray; a label "
+            "cannot keep them.",
+            file_path,
+            count,
+            line_number,
+            raw,
+            str(raw).strip(),
+        )
 
     def _records(self, file_path: PathOrStr, fmt: str) -> Iterator[Tuple[int, object]]:
         """
@@ -470,9 +603,18 @@ class TuneTableReader(PairTaskReader):
                 first_end,
             )
 
-    def _parser(self, file_path: PathOrStr, fmt: str, labels: Optional[FrozenSet[str]]):
-        """`parse(line_number, record)` for `_parse_all`: `((text[, text_pair]), label)`."""
-        state: Dict[str, object] = {"indices": None, "width": None, "first": None}
+    def _parser(
+        self,
+        file_path: PathOrStr,
+        fmt: str,
+        labels: Optional[FrozenSet[str]],
+        state: Dict[str, object],
+    ):
+        """
+        `parse(line_number, record)` for `_parse_all`: `((text[, text_pair]), label)`. `state`
+        (`_new_state()`) holds what it learns of the file: the header's column indices, the
+        width of a row, the first row, and the labels with spaces around them.
+        """
 
         def parse(line_number: int, record: object):
             if isinstance(record, InvalidRow):
@@ -503,7 +645,13 @@ class TuneTableReader(PairTaskReader):
         if state["first"] is None:
             state["first"] = line_number
         maybe_header = state["first"] == line_number and fmt != "jsonl" and not self._header
-        return self._check_values(values, labels, fmt, maybe_header)
+        row = self._check_values(values, labels, fmt, maybe_header)
+        raw = values["label"]
+        if not self._regression and isinstance(raw, str) and raw != raw.strip():
+            state["spaced"] += 1  # type: ignore[operator]
+            if state["spaced_first"] is None:
+                state["spaced_first"] = (line_number, raw)
+        return row
 
     def _cell_values(
         self,
@@ -555,13 +703,7 @@ class TuneTableReader(PairTaskReader):
     def _json_values(self, line: str) -> Optional[Dict[str, object]]:
         if not line.strip():
             return None
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise InvalidRow(
-                f"not valid JSON ({error.msg} at column {error.colno}); expected one JSON object "
-                "a line"
-            ) from None
+        value = load_json_line(line, "one JSON object a line")
         if not isinstance(value, dict):
             raise InvalidRow(f"a JSON {_json_type(value)}, expected one JSON object a line")
         values = {}
@@ -624,12 +766,23 @@ class TuneTableReader(PairTaskReader):
         return tuple(texts), label
 
     def _score(self, raw: object, name: str, hint: str) -> float:
+        """A score: a JSON number, or text in the readers' one number grammar (`NUMBER`)."""
         if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
             raise InvalidRow(f"the {name} holds a JSON {_json_type(raw)}, expected a number")
-        try:
-            number = float(raw)
-        except ValueError:
-            raise InvalidRow(f"the {name} {raw!r} is not a number{hint}") from None
+        if isinstance(raw, str):
+            parsed = parse_number(raw)
+            if parsed is None and _python_reads(raw) and not math.isfinite(float(raw)):
+                raise InvalidRow(f"the {name} {raw!r} is not a finite number")
+            if parsed is None:
+                # A header cell read as data needs the hint, `1_0` or `３` the grammar.
+                grammar = "" if hint and not _python_reads(raw) else f" (expected {NUMBER_GRAMMAR})"
+                raise InvalidRow(f"the {name} {raw!r} is not a number{grammar}{hint}")
+            number = parsed
+        else:
+            try:
+                number = float(raw)
+            except OverflowError:  # a JSON integer beyond the float range
+                number = math.inf
         if not math.isfinite(number):
             raise InvalidRow(f"the {name} {raw!r} is not a finite number")
         if self._score_range is not None:
