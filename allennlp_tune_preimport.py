@@ -1,5 +1,7 @@
 """The part of allennlp-tune's compatibility fixes that must act before AllenNLP imports
-`transformers` and `huggingface_hub` (see `allennlp_tune/compat.py`, fixes 5 to 9).
+`transformers` and `huggingface_hub` (see `allennlp_tune/compat.py`, fixes 5 to 9), and the
+`allennlp` command line's short errors (fix 11), which must see the command line before
+AllenNLP parses it.
 
 Loaded by the one line of `allennlp_tune.pth`, which pip puts in site-packages with the package
 (editable or not), so it runs at every interpreter start in that environment: `allennlp ...`,
@@ -20,7 +22,7 @@ has not been imported yet (and `apply_to_loaded()` what has).
 
 import sys
 
-__all__ = ["install", "apply_to_loaded"]
+__all__ = ["install", "apply_to_loaded", "install_cli_excepthook"]
 
 _NLTK_NOTICE = (
     "nltk data %r is not installed and could not be downloaded (%s); allennlp-models' "
@@ -290,6 +292,89 @@ class _QuietNltkDownload:
         return False
 
 
+# ---- 11. the allennlp command line: a clear error in one line, not under a traceback ------------
+
+# Ask for the full traceback of a clear error, on the command line or in the environment.
+VERBOSE_FLAGS = ("-v", "--verbose")
+VERBOSE_ENV = "ALLENNLP_TUNE_VERBOSE"
+# What a user's input or settings caused, and its message says how to fix: (module, class).
+_USER_ERRORS = (
+    ("allennlp.common.checks", "ConfigurationError"),
+    ("allennlp_tune.data.fetch", "FetchError"),
+)
+_cli = {"verbose": False}
+
+
+def running_allennlp_cli() -> bool:
+    """Whether this process is the `allennlp` command (its console script, or `python -m
+    allennlp`), rather than a Python program, a notebook or a test run that imports AllenNLP."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and getattr(spec, "name", None) == "allennlp.__main__":
+        return True
+    import os
+
+    return os.path.basename(getattr(main, "__file__", None) or "") == "allennlp"
+
+
+def _is_user_error(error: BaseException) -> bool:
+    for module_name, class_name in _USER_ERRORS:
+        cls = getattr(sys.modules.get(module_name), class_name, None)
+        if isinstance(cls, type) and isinstance(error, cls):
+            return True
+    return False
+
+
+def _subcommand() -> str:
+    """`predict` of `allennlp predict ARCHIVE ...`: the first argument that is not an option."""
+    return next((arg for arg in sys.argv[1:] if not arg.startswith("-")), "")
+
+
+def _cli_excepthook(kind, error, traceback) -> None:
+    """A `ConfigurationError` (or the plugin's `FetchError`) ends `allennlp` with its message in
+    one line, `allennlp predict: <message>`, and exit status 2, as allennlp-tune's own
+    subcommands do; with `-v` / `--verbose` or ALLENNLP_TUNE_VERBOSE=1 its traceback comes
+    first. Every other exception keeps its traceback and status 1."""
+    previous = _cli_excepthook.previous  # type: ignore[attr-defined]
+    if not _is_user_error(error):
+        previous(kind, error, traceback)
+        return
+    import os
+
+    if _cli["verbose"] or os.environ.get(VERBOSE_ENV, "") not in ("", "0"):
+        previous(kind, error, traceback)
+    command = " ".join(part for part in ("allennlp", _subcommand()) if part)
+    print(f"{command}: {error}", file=sys.stderr)
+    sys.stderr.flush()
+    # Raised inside an excepthook, SystemExit ends the interpreter with that status, after the
+    # usual clean-up (atexit handlers such as AllenNLP's removal of extracted archives).
+    sys.exit(2)
+
+
+def install_cli_excepthook() -> bool:
+    """In the `allennlp` command only (see `running_allennlp_cli`), puts `_cli_excepthook` in
+    `sys.excepthook` and takes `-v` / `--verbose` off the command line (AllenNLP's parser would
+    refuse them). Importing allennlp-tune in a Python program leaves `sys.excepthook` alone.
+    Returns whether the hook is in place."""
+    if not running_allennlp_cli():
+        return False
+    if getattr(sys.excepthook, "_allennlp_tune_cli", False):
+        return True
+    if any(arg in VERBOSE_FLAGS for arg in sys.argv[1:]):
+        _cli["verbose"] = True
+        sys.argv[1:] = [arg for arg in sys.argv[1:] if arg not in VERBOSE_FLAGS]
+    _cli_excepthook.previous = sys.excepthook  # type: ignore[attr-defined]
+    _cli_excepthook._allennlp_tune_cli = True  # type: ignore[attr-defined]
+    sys.excepthook = _cli_excepthook
+    return True
+
+
+def _after_allennlp_commands(module) -> None:
+    """Fix 11 as soon as the `allennlp` command imports its commands, before it parses the
+    command line (it imports plugins only after that, for its own subcommands)."""
+    install_cli_excepthook()
+
+
 # ---- the hook ---------------------------------------------------------------------------------
 
 # module name -> (context manager class around its code or None, function after it or None)
@@ -299,6 +384,7 @@ _HOOKS = {
     "transformers.tokenization_utils_base": (None, _patch_tokenization_utils_base),
     "allennlp.common.cached_transformers": (None, _patch_cached_transformers),
     "allennlp_models.rc.tools.narrativeqa": (_QuietNltkDownload, None),
+    "allennlp.commands": (None, _after_allennlp_commands),
 }
 
 

@@ -2,15 +2,17 @@
 transformers 4.43, requirements/lock.txt) and today's (transformers 5, huggingface_hub 2,
 requirements/lock-modern.txt).
 
-Fixes 1-4 live here and are applied when this module is imported, which `allennlp_tune/__init__.py`
-does first, so `--include-package allennlp_tune` or the `.allennlp_plugins` file applies them
-before any component is built. Fixes 5-9 must act earlier, before AllenNLP's own modules import
-`transformers` and `huggingface_hub` (or, for 9, before `allennlp` imports allennlp-models,
-which it does before any plugin): they live in the top-level module `allennlp_tune_preimport`
-and are applied by its start-up hook (below). Each fix is small, says what breaks without it,
-is a no-op where nothing is broken (a stock AllenNLP install's transformers 4.20, the locked
-4.43.4), and has a test that fails without it: in `tests/test_compat.py` (1, 2, 5-8),
-`tests/commands/test_archive_safety.py` (3, 4), `tests/test_startup_noise.py` (9) and
+Fixes 1-4 and 10 live here and are applied when this module is imported, which
+`allennlp_tune/__init__.py` does first, so `--include-package allennlp_tune` or the
+`.allennlp_plugins` file applies them before any component is built. Fixes 5-9 must act earlier,
+before AllenNLP's own modules import `transformers` and `huggingface_hub` (or, for 9, before
+`allennlp` imports allennlp-models, which it does before any plugin), and fix 11 before the
+`allennlp` command parses its command line: they live in the top-level module
+`allennlp_tune_preimport` and are applied by its start-up hook (below). Each fix is small, says
+what breaks without it, is a no-op where nothing is broken (a stock AllenNLP install's
+transformers 4.20, the locked 4.43.4), and has a test that fails without it: in
+`tests/test_compat.py` (1, 2, 5-8), `tests/commands/test_archive_safety.py` (3, 4),
+`tests/test_startup_noise.py` (9), `tests/predictors/test_predict_errors.py` (10, 11) and
 `tests/test_preimport_hook.py` (the hook itself).
 
 How fixes 5-9 are applied: a `.pth` file. `pip install` (editable or not) puts
@@ -47,8 +49,10 @@ can still be done then.
    so a crafted `model.tar.gz` with a `../` or absolute member, or a link member, writes
    outside its temporary folder; a file that is not a gzip-compressed tar fails with a
    `tarfile` traceback. We replace it with `safe_extract`, which checks every member first and
-   refuses with a `ConfigurationError` naming the archive and the member. The same member
-   rules replace `cached_path`'s weaker check for the archives it extracts (data archives).
+   refuses with a `ConfigurationError` naming the archive and the member. An archive without
+   `config.json` is refused the same way (AllenNLP would fail with a `FileNotFoundError` naming
+   its temporary folder). The same member rules replace `cached_path`'s weaker check for the
+   archives it extracts (data archives).
 4. Pickled code in weights: AllenNLP's `read_state_dict` (the archive's `weights.th`) calls
    `torch.load` without `weights_only`, which is safe only because torch >= 2.6 defaults to
    `weights_only=True`. We pass `weights_only=True` explicitly, so the weights file cannot run
@@ -76,6 +80,17 @@ can still be done then.
    that installs the data (DEBUG: allennlp logs INFO on every command, and only narrativeqa's
    tools need the data; they fail with nltk's own `LookupError` naming it); online, the data is
    still downloaded.
+10. `allennlp predict` reads its input file in the locale's text mode, so bytes that are not
+   UTF-8 fail with a `UnicodeDecodeError` that names neither the file nor the line, and a
+   missing file with `cached_path`'s `FileNotFoundError`. We read the lines as UTF-8 (JSON's
+   encoding) and raise a `ConfigurationError` naming the file and the line (or the missing
+   file) instead; the lines go to the predictor as before.
+11. The `allennlp` command prints a `ConfigurationError`, however clear its message, under a
+   full Python traceback (AllenNLP's own `predict` and `evaluate` catch nothing). In the
+   `allennlp` command only, a `sys.excepthook` prints it as one line, `allennlp predict:
+   <message>`, and exits with status 2, as the plugin's own subcommands do; `-v` / `--verbose`
+   or ALLENNLP_TUNE_VERBOSE=1 show the traceback too. Other exceptions keep their traceback,
+   and importing the plugin in a Python program leaves `sys.excepthook` alone.
 """
 
 import contextlib
@@ -97,10 +112,13 @@ import torch
 
 import allennlp_tune_preimport
 
-# Fixes 5-9 (see the docstring): normally already in place through allennlp_tune.pth; without
-# it, this is what can still be done.
+# Fixes 5-9 and 11 (see the docstring): normally already in place through allennlp_tune.pth;
+# without it, this is what can still be done (for 11: -v comes too late for AllenNLP's own
+# subcommands, which parse the command line before they import plugins; the environment
+# variable still works).
 allennlp_tune_preimport.install()
 allennlp_tune_preimport.apply_to_loaded()
+allennlp_tune_preimport.install_cli_excepthook()
 
 from allennlp.common.checks import ConfigurationError  # noqa: E402
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler  # noqa: E402
@@ -223,12 +241,15 @@ def _member_problem(member: tarfile.TarInfo) -> str:
     return ""
 
 
+CONFIG_NAME = "config.json"
+
+
 def safe_extract(archive_file: Union[str, "os.PathLike[str]"], destination: str) -> None:
     """
     Extracts the gzip-compressed tar `archive_file` into `destination` after checking every
-    member: only regular files and folders with relative paths that stay inside `destination`.
-    Raises a `ConfigurationError` naming the archive (and the member) otherwise, extracting
-    nothing.
+    member: only regular files and folders with relative paths that stay inside `destination`,
+    and a `config.json` among them. Raises a `ConfigurationError` naming the archive (and the
+    member) otherwise, extracting nothing.
     """
     try:
         with tarfile.open(archive_file, "r:gz") as archive:
@@ -243,6 +264,13 @@ def safe_extract(archive_file: Union[str, "os.PathLike[str]"], destination: str)
                         "as written by `allennlp train`); do not load an archive from a source "
                         "you do not trust, and re-create it from its serialization directory."
                     )
+            names = {os.path.normpath(member.name) for member in members if member.isfile()}
+            if CONFIG_NAME not in names:
+                raise ConfigurationError(
+                    f"{archive_file} has no {CONFIG_NAME}: not a model archive made by `allennlp "
+                    "train`. Give the model.tar.gz that `allennlp train` writes in its "
+                    "serialization directory (or that directory itself)."
+                )
             if hasattr(tarfile, "data_filter"):  # Python >= 3.8.17 / 3.11.4: a second guard
                 archive.extractall(destination, members=members, filter="data")
             else:
@@ -375,3 +403,46 @@ def _weights_only_read_state_dict() -> None:
 
 
 _weights_only_read_state_dict()
+
+
+# ---- 10. `allennlp predict`'s input file ------------------------------------------------------
+
+
+def _predict_json_lines(self) -> Iterator[Any]:
+    """`_PredictManager._get_json_data`, reading the input file as UTF-8 line by line, so that
+    bytes that do not decode, and a missing file, are errors naming the file and the line."""
+    from allennlp.common.file_utils import cached_path, open_compressed
+
+    if self._input_file == "-":
+        for line in sys.stdin:
+            if not line.isspace():
+                yield self._predictor.load_line(line)
+        return
+    try:
+        input_file = cached_path(self._input_file)
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"The input file {self._input_file} does not exist. Expected a file of JSON lines "
+            "(one input a line), or - for standard input."
+        ) from None
+    with open_compressed(input_file, "rb", encoding=None) as file_input:
+        for line_number, raw in enumerate(file_input, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ConfigurationError(
+                    f"{self._input_file}, line {line_number}: bytes that are not valid UTF-8 "
+                    f"({error.reason} at byte {error.start} of the line). Expected a UTF-8 file "
+                    "of JSON lines: re-encode it (e.g. `iconv -f latin1 -t utf-8`)."
+                ) from None
+            if not line.isspace():
+                yield self._predictor.load_line(line)
+
+
+def _patch_predict_input() -> None:
+    from allennlp.commands import predict
+
+    predict._PredictManager._get_json_data = _predict_json_lines
+
+
+_patch_predict_input()

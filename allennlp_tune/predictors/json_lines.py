@@ -1,8 +1,9 @@
 """
 Input checking shared by allennlp-tune's predictors (not registered): every problem with a JSON
 line becomes a `ConfigurationError` that names the line, shows its start, and says what was
-expected: not JSON, missing keys, wrong types, texts that are empty (or only whitespace and
-zero-width characters), and inputs longer than the model's transformer can read.
+expected: not JSON (or JSON nested deeper than Python's parser reads), missing keys, wrong
+types, texts that are empty (or only whitespace and zero-width characters), and inputs longer
+than the model's transformer can read.
 """
 
 import json
@@ -14,7 +15,7 @@ from allennlp.data.fields import TextField
 from allennlp.modules.token_embedders import PretrainedTransformerEmbedder
 from allennlp.predictors.predictor import Predictor
 
-from allennlp_tune.data.dataset_readers.task_reader import is_blank
+from allennlp_tune.data.dataset_readers.task_reader import is_blank, json_too_deep_message
 
 
 def excerpt(text: Any, limit: int = 80) -> str:
@@ -49,6 +50,11 @@ class JsonLinesPredictor(Predictor):
             raise ConfigurationError(
                 f"{where} is not valid JSON ({error.msg}, column {error.colno}): "
                 f"{excerpt(line)!r}. Expected one JSON object a line, e.g. {self._EXPECTED}."
+            ) from None
+        except RecursionError:
+            raise ConfigurationError(
+                f"{where} holds {json_too_deep_message()}: {excerpt(line)!r}. Expected one JSON "
+                f"object a line, e.g. {self._EXPECTED}."
             ) from None
         self.check_json(json_dict, f"{where}, {excerpt(line)}")
         self.check_length(json_dict, f"{where}, {excerpt(line)}")
