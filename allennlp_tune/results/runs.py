@@ -22,7 +22,12 @@ path.
 
 The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
 `split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
-its sign (the first one when it is a list; AllenNLP's default is `-loss`).
+its sign (the first one when it is a list; AllenNLP's default is `-loss`). Only a finite JSON
+number within +-1e300 is a score: a string (`"0.9"`) or another JSON type gets the status "metric
+not a number", an infinity or a number so large that the report's arithmetic (x100, sums,
+differences) would overflow gets "metric not finite", and NaN (what AllenNLP writes for an
+undefined metric, e.g. Pearson of constant predictions) "missing metric"; each with the value in
+its detail, and none of them goes into a mean or a difference.
 
 A run whose `config.json`, `metrics.json` or `tune_run.json` cannot be used (not JSON, not an
 object, a `trainer` that is not an object) gets the status "unreadable", with the file and what
@@ -63,7 +68,12 @@ FAILED = "failed"
 PRUNED = "pruned"
 INCOMPLETE = "incomplete"
 UNREADABLE = "unreadable"  # a run file that is not what AllenNLP or tune-grid writes
-STATUSES = (OK, MISSING_METRIC, FAILED, PRUNED, INCOMPLETE, UNREADABLE)
+NOT_A_NUMBER = "metric not a number"  # the metric's key holds a string, a list, ...
+NOT_FINITE = "metric not finite"  # infinite, or beyond LARGEST_METRIC
+STATUSES = (OK, MISSING_METRIC, NOT_A_NUMBER, NOT_FINITE, FAILED, PRUNED, INCOMPLETE, UNREADABLE)
+# The largest magnitude a score may have: the report multiplies by 100, sums and subtracts
+# scores, which overflows to inf not far above this.
+LARGEST_METRIC = 1e300
 
 # Any task name: the shortest `[a-z0-9_]+` prefix followed by an encoder word and a known mode,
 # so `sick_e_bert_fe_separate` is sick_e / bert / fe / separate and `my_reviews_minilm_ft` is
@@ -389,16 +399,36 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
         run.detail = "no metrics.json (killed, crashed or still running)"
         return run
     key = ("best_validation_" if split == "validation" else "test_") + str(run.metric)
-    value = metrics.get(key)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        run.status, run.value = OK, float(value)
-    elif isinstance(value, float):
-        run.status = MISSING_METRIC
-        run.detail = f"{key} is {value} in metrics.json (constant predictions?)"
-    else:
-        run.status = MISSING_METRIC
-        run.detail = f"metrics.json has no {key!r}"
+    run.status, run.value, run.detail = _score(metrics, key)
     return run
+
+
+def _score(metrics: Dict[str, Any], key: str) -> Tuple[str, Optional[float], Optional[str]]:
+    """`(status, value, detail)` of the metric `key` of a `metrics.json` (see the docstring)."""
+    value = metrics.get(key)
+    if value is None:
+        missing = (
+            f"{key} is null in metrics.json" if key in metrics else f"metrics.json has no {key!r}"
+        )
+        return MISSING_METRIC, None, missing
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return NOT_A_NUMBER, None, f"{key} is {_describe(value)} in metrics.json, not a number"
+    try:
+        number = float(value)
+    except OverflowError:  # a JSON integer beyond the float range
+        number = math.inf
+    if math.isnan(number):
+        return MISSING_METRIC, None, f"{key} is {value} in metrics.json (constant predictions?)"
+    if math.isinf(number):
+        return NOT_FINITE, None, f"{key} is {value} in metrics.json"
+    if abs(number) > LARGEST_METRIC:
+        return (
+            NOT_FINITE,
+            None,
+            f"{key} is {value!r} in metrics.json: too large to average or compare (beyond "
+            f"{LARGEST_METRIC:g}, x100 overflows)",
+        )
+    return OK, number, None
 
 
 def load_runs(roots: Iterable[Path], split: str = "validation") -> Tuple[List[Run], int]:
