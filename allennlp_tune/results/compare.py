@@ -14,10 +14,16 @@ adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is re
    `validation`, `test` and every `*_file` option of `reader` / `validation_reader`
    (`labels_file`) are relative to the task file's folder; tune-compare makes them absolute.
    A classification task without `num_labels` gets it from its reader: the length of `labels`,
-   or the label set of `labels_file` as the `tune_table` reader reads it;
+   or the label set of `labels_file` as the `tune_table` reader reads it. A key the library does
+   not read, a reader parameter the reader does not take, a metric the kind's models do not
+   report (or whose sign keeps the worst epoch), a `num_labels` the labels disagree with, a data
+   path that is no regular file, and a symbolic link out of the task file's folder (unless
+   `allow_outside_links: true`) are refused here (`allennlp_tune.results.task_checks`);
 2. picks the encoder: `elmo` is the ELMo encoder (`TUNE_ELMO_OPTIONS` / `TUNE_ELMO_WEIGHTS`
    from the environment or `--ext-var`); anything else is a transformers model name or folder,
-   passed as `TUNE_BERT_MODEL` to the BERT-family encoder. Its label in run names is
+   passed as `TUNE_BERT_MODEL` to the BERT-family encoder; a name that is no folder must be in
+   the Hugging Face cache or, unless offline, found by one short request to the Hub
+   (`allennlp_tune.results.encoder_check`). Its label in run names is
    `encoder_label`, else a lowercase alphanumeric slug of the name's last part
    (`models/all-MiniLM-L6-v2` -> `allminilml6v2`);
 3. writes one small Jsonnet file per mode, `RESULTS_DIR/configs/<task>_<label>_<mode>.jsonnet`,
@@ -37,13 +43,23 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.results.encoder_check import check_encoder_available
 from allennlp_tune.results.grid import GridResult, run_grid
 from allennlp_tune.results.runs import MODES, RunName, parse_run_name
+from allennlp_tune.results.task_checks import (
+    MAX_NAME_LENGTH,
+    check_data_path,
+    check_keys,
+    check_metric,
+    check_name_length,
+    check_num_labels,
+    check_reader,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +71,17 @@ CONFIGS_DIR_NAME = "configs"
 KINDS = ("classification", "pair_classification", "regression", "pair_regression", "tagging")
 CLASSIFICATION_KINDS = ("classification", "pair_classification")
 REQUIRED_FIELDS = ("name", "kind", "reader", "train", "validation", "metric")
+# `allow_outside_links`: follow symbolic links out of the task file's folder (default: refuse).
+ALLOW_LINKS_FIELD = "allow_outside_links"
+OPTIONAL_FIELDS = (
+    "test",
+    "num_labels",
+    "positive_label",
+    "cased",
+    "validation_reader",
+    ALLOW_LINKS_FIELD,
+)
+TASK_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 PATH_FIELDS = ("train", "validation", "test")
 READER_FIELDS = ("reader", "validation_reader")
 TASK_NAME = re.compile(r"^[a-z0-9_]+$")
@@ -114,30 +141,39 @@ def _absolute(folder: Path, value: str) -> str:
     return value if os.path.isabs(value) else os.path.abspath(folder / value)
 
 
+def task_source(spec: str) -> Tuple[Path, bool]:
+    """The file of a shipped task name or of a task file path, and whether it is shipped."""
+    shipped = TASKS_DIR / f"{spec}.jsonnet"
+    if TASK_NAME.match(spec) and shipped.is_file():
+        return shipped, True
+    if not Path(spec).is_file():
+        raise ConfigurationError(
+            f"TASK {spec!r} is neither a shipped task ({', '.join(shipped_tasks())}) nor a "
+            "task file: no such file."
+        )
+    return Path(os.path.abspath(spec)), False
+
+
 def load_task(spec: str, ext_vars: Optional[Dict[str, str]] = None) -> Task:
     """
     A shipped task by name, or a task file by path (see the module docstring). Raises a
-    `ConfigurationError` naming the file and field for a task that cannot be trained.
+    `ConfigurationError` naming the file and field for a task that cannot be trained: an
+    unknown key, a reader parameter its reader does not take, a metric its kind does not
+    report or with the sign that keeps the worst epoch, a data path that is no file or leaves
+    the task file's folder by a symbolic link, a `num_labels` the labels disagree with.
     """
-    shipped = TASKS_DIR / f"{spec}.jsonnet"
-    if TASK_NAME.match(spec) and shipped.is_file():
-        source, is_shipped = shipped, True
-    else:
-        source, is_shipped = Path(spec), False
-        if not source.is_file():
-            raise ConfigurationError(
-                f"TASK {spec!r} is neither a shipped task ({', '.join(shipped_tasks())}) nor a "
-                "task file: no such file."
-            )
-        source = Path(os.path.abspath(source))
+    source, is_shipped = task_source(spec)
     fields = _render(source, dict(ext_vars or {}), "task file")
     where = f"task file {source}"
+    check_keys(fields, TASK_FIELDS, where)
     missing = [name for name in REQUIRED_FIELDS if name not in fields]
     if missing:
         raise ConfigurationError(
             f"{where} lacks {', '.join(missing)}; a task needs {', '.join(REQUIRED_FIELDS)}."
         )
     name, kind = fields["name"], fields["kind"]
+    if isinstance(name, str):
+        check_name_length(name, where)
     if not isinstance(name, str) or not TASK_NAME.match(name):
         raise ConfigurationError(
             f"{where}: name is {name!r}; expected lowercase letters, digits and _ (it starts "
@@ -145,32 +181,66 @@ def load_task(spec: str, ext_vars: Optional[Dict[str, str]] = None) -> Task:
         )
     if kind not in KINDS:
         raise ConfigurationError(f"{where}: kind is {kind!r}; expected one of {', '.join(KINDS)}.")
+    allow_links = fields.get(ALLOW_LINKS_FIELD, False)
+    if not isinstance(allow_links, bool):
+        raise ConfigurationError(
+            f"{where}: {ALLOW_LINKS_FIELD} is {allow_links!r}; expected true or false."
+        )
+    _check_readers(fields, where)
+    check_metric(fields["metric"], kind, "positive_label" in fields, where)
+    task = Task(name=name, kind=kind, source=source, shipped=is_shipped, fields=fields)
+
+    if not is_shipped:
+        task.patch.update(_resolved_paths(fields, source.parent, where))
+    _check_paths(task, where, allow_links)
+    if kind in CLASSIFICATION_KINDS:
+        counted = _label_count(task)
+        if "num_labels" in fields:
+            check_num_labels(fields["num_labels"], counted, where)
+        else:
+            task.patch["num_labels"] = _num_labels(task, counted, where)
+    return task
+
+
+def _check_readers(fields: Dict[str, Any], where: str) -> None:
+    """Each reader config is an object whose parameters its registered reader class takes."""
     for reader_field in READER_FIELDS:
         if reader_field in fields and not isinstance(fields[reader_field], dict):
             raise ConfigurationError(
                 f"{where}: {reader_field} must be an object (a reader config)."
             )
-    task = Task(name=name, kind=kind, source=source, shipped=is_shipped, fields=fields)
+    check_reader(fields["reader"], "reader", where)
+    if "validation_reader" in fields:
+        reader_type = fields["reader"].get("type")
+        check_reader(fields["validation_reader"], "validation_reader", where, reader_type)
 
-    if not is_shipped:
-        task.patch.update(_resolved_paths(fields, source.parent, where))
+
+def _check_paths(task: Task, where: str, allow_links: bool) -> None:
+    """
+    Each data path (and, in a task file of one's own, each reader `*_file`) is a regular file;
+    in a task file of one's own, none leaves its folder through a symbolic link.
+    """
+    fields = task.fields
+    folder = None if task.shipped else task.source.parent
+    relative_to = (
+        "TUNE_DATA_DIR"
+        if task.shipped
+        else f"the task file's folder {folder}, as every path in a task file"
+    )
     for path_field in PATH_FIELDS:
         value = task.patch.get(path_field, fields.get(path_field))
         if path_field in fields and not isinstance(value, str):
             raise ConfigurationError(f"{where}: {path_field} must be a path (a string).")
-        if isinstance(value, str) and _is_local(value) and not os.path.exists(value):
-            relative_to = (
-                "TUNE_DATA_DIR"
-                if is_shipped
-                else f"the task file's folder {source.parent}, as every path in a task file"
+        if isinstance(value, str) and _is_local(value):
+            check_data_path(
+                path_field, fields[path_field], value, where, relative_to, folder, allow_links
             )
-            raise ConfigurationError(
-                f"{where}: {path_field} {fields[path_field]!r} is {value}, which does not exist "
-                f"(relative to {relative_to})."
+    for reader_field in READER_FIELDS:
+        for key, value in task.patch.get(reader_field, {}).items():
+            written = fields[reader_field][key]
+            check_data_path(
+                f"{reader_field}.{key}", written, value, where, relative_to, folder, allow_links
             )
-    if kind in CLASSIFICATION_KINDS and "num_labels" not in fields:
-        task.patch["num_labels"] = _num_labels(task, where)
-    return task
 
 
 def _resolved_paths(fields: Dict[str, Any], folder: Path, where: str) -> Dict[str, Any]:
@@ -192,18 +262,32 @@ def _resolved_paths(fields: Dict[str, Any], folder: Path, where: str) -> Dict[st
     return patch
 
 
-def _num_labels(task: Task, where: str) -> int:
-    """The number of classes, from the reader's `labels` or the label set of `labels_file`."""
+def _label_count(task: Task) -> Optional[Tuple[int, str]]:
+    """
+    The number of classes as the reader gives them, and where from: the length of its `labels`,
+    or the label set of a `tune_table` reader's `labels_file`; `None` for other readers.
+    """
     from allennlp.data import DatasetReader
 
     reader = {**task.fields["reader"], **task.patch.get("reader", {})}
     labels = reader.get("labels")
     if isinstance(labels, list):
-        return len({str(label) for label in labels})
+        return len({str(label) for label in labels}), "labels"
     if reader.get("type") == "tune_table":
+        labels_file = reader.get("labels_file")
         reader.setdefault("kind", task.kind)
         built = DatasetReader.from_params(Params(reader))
-        return len(built.label_set())  # type: ignore[attr-defined]
+        label_set = built.label_set()  # type: ignore[attr-defined]
+        if label_set is not None:
+            return len(label_set), f"labels_file {labels_file}"
+    return None
+
+
+def _num_labels(task: Task, counted: Optional[Tuple[int, str]], where: str) -> int:
+    """The number of classes of a task without `num_labels`: the reader's count, if it has one."""
+    if counted is not None:
+        return counted[0]
+    reader = task.fields["reader"]
     raise ConfigurationError(
         f"{where}: kind {task.kind!r} needs num_labels (the number of classes), and its reader "
         f"{reader.get('type')!r} does not list its labels; add num_labels to the task file (a "
@@ -232,16 +316,20 @@ def encoder_label(name: str) -> str:
 def resolve_encoder(
     name: str, label: Optional[str] = None, ext_vars: Optional[Dict[str, str]] = None
 ) -> Encoder:
-    """`elmo`, or a transformers name or folder (`TUNE_BERT_MODEL`); see the module docstring."""
+    """
+    `elmo`, or a transformers name or folder (`TUNE_BERT_MODEL`); see the module docstring. A
+    name that is no folder must be in the Hugging Face cache or on the Hub, which is asked once,
+    briefly (`allennlp_tune.results.encoder_check`), so that it fails before any training.
+    """
     ext_vars = ext_vars or {}
     given = label is not None
     label = label if given else encoder_label(name)
-    if not ENCODER_LABEL.match(label):
+    if not ENCODER_LABEL.match(label) or len(label) > MAX_NAME_LENGTH:
         source = "--encoder-label" if given else f"--encoder {name}"
         raise ConfigurationError(
             f"The encoder label {label!r} (from {source}) must be lowercase letters and digits, "
-            "the middle part of run names <task>_<encoder>_<mode>; give one with "
-            "--encoder-label, e.g. --encoder-label minilm."
+            f"at most {MAX_NAME_LENGTH}, the middle part of run names <task>_<encoder>_<mode>; "
+            "give one with --encoder-label, e.g. --encoder-label minilm."
         )
     if name == ELMO:
         return Encoder(family=ELMO, label=label, name=name, ext_vars={})
@@ -250,6 +338,7 @@ def resolve_encoder(
             f"--ext-var {BERT_MODEL_EXT_VAR} and --encoder {name} both name the model; give it "
             "once, with --encoder."
         )
+    check_encoder_available(name)
     local = os.path.isdir(name)
     model = os.path.abspath(name) if local else name
     return Encoder(family="bert", label=label, name=name, ext_vars={BERT_MODEL_EXT_VAR: model})

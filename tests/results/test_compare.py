@@ -144,7 +144,7 @@ def test_a_task_file_of_ones_own_is_resolved_against_its_folder(tmp_path, monkey
         tmp_path / "listed", reader={"type": "tune_table", "labels": ["a", "b", "c"]}
     )
     assert load_task(str(listed)).patch["num_labels"] == 3
-    given = write_reviews(tmp_path / "given", num_labels=5)
+    given = write_reviews(tmp_path / "given", num_labels=2)
     assert "num_labels" not in load_task(str(given)).patch
 
 
@@ -190,7 +190,7 @@ def test_unknown_tasks_bad_labels_and_unusable_modes_are_refused(tmp_path):
             str(task), str(BERT), ["ft"], [1], tmp_path / "r", {"TUNE_BERT_MODEL": str(BERT)}
         )
     reader = {"type": "tune_table", "header": True, "text": "review", "label": "score"}
-    regression = write_reviews(tmp_path / "b", kind="regression", reader=reader)
+    regression = write_reviews(tmp_path / "b", kind="regression", reader=reader, metric="+pearson")
     with pytest.raises(ConfigurationError, match="kind regression has no feature-extraction"):
         run_compare(str(regression), str(BERT), ["fe"], [1], tmp_path / "r2")
 
