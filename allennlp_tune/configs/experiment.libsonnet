@@ -13,10 +13,18 @@
 //   optional:   test (a data path: test_data_path, never read in training), num_labels
 //               (classification: required, the feature-extraction networks' output size),
 //               positive_label (also report its precision, recall and F1), cased (BERT NER:
-//               the cased default model), validation_reader (merged into reader for validation)
+//               the cased default model), validation_reader (merged into reader for validation),
+//               allow_outside_links (tune-compare: follow symbolic links in the task file's
+//               folder that point out of it; default false, such a link is refused unread)
 //
 // `allennlp tune-compare` writes such a call for a task file of your own, with its paths resolved
 // against the task file's folder and num_labels read from the reader's labels or labels_file.
+// Before that it refuses a task file with a key not listed here, a reader parameter its reader
+// does not take, a num_labels that its labels disagree with, or a metric its kind does not
+// report: classification accuracy, mcc (with positive_label also precision, recall, f1),
+// regression pearson, spearman, -mse, tagging f1-measure-overall, precision-overall,
+// recall-overall, accuracy, accuracy3, and -loss for all (+ for those that rise, - for those
+// that fall).
 //
 // `options` picks the paper's ablations:
 //   pair_encoding: "separate"  BERT pairs encoded one sentence at a time (Table 4)
@@ -50,6 +58,9 @@ local kinds = {
   pair_regression: {shape: "pair", regression: true},
   tagging: {shape: "tagging", regression: false},
 };
+
+local positive_label(task) =
+  if std.objectHas(task, "positive_label") then {positive_label: task.positive_label} else {};
 
 // A task name or object -> the task object with `shape` and `regression`, after the checks.
 local task_object(task) =
@@ -119,7 +130,9 @@ local task_object(task) =
         if encoder_name == "elmo" then models.crf_tagger(encoder, bilstm)
         else models.first_wordpiece_tagger(encoder, bilstm)
       ) else if mode == "fe" then (
-        if task.shape == "single" then models.bcn(task, encoder) else models.esim(task, encoder)
+        // BCN reports positive_label's precision, recall and F1 too, as every classifier does.
+        if task.shape == "single" then models.bcn(task, encoder) + positive_label(task)
+        else models.esim(task, encoder)
       ) else if encoder_name == "bert" || task.shape == "single" then
         models.pooled(task, encoder, if encoder_name == "bert" then vars.pooling else "max")
       else models.bi_attention(task, encoder, std.get(options, "bi_attention", true));
