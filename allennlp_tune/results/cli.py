@@ -228,11 +228,13 @@ def add_grid_parser(parser: argparse._SubParsersAction, name: str) -> argparse.A
 
 
 def grid_main(args: argparse.Namespace) -> None:
+    from allennlp_tune.config_vars import check_ext_vars
     from allennlp_tune.results.grid import expand_configs, parse_ext_vars, run_grid
 
     try:
         configs = expand_configs(args.configs)
         ext_vars = parse_ext_vars(args.ext_var)
+        check_ext_vars(ext_vars, configs, [args.overrides] if args.overrides else [])
     except ConfigurationError as error:
         _fail("tune-grid", error)
     _train_and_report(
@@ -299,11 +301,14 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
 
 
 def compare_main(args: argparse.Namespace) -> None:
-    from allennlp_tune.results.compare import run_compare
+    from allennlp_tune.config_vars import check_ext_vars
+    from allennlp_tune.results.compare import EXPERIMENT, run_compare, task_source
     from allennlp_tune.results.grid import parse_ext_vars
 
     try:
         ext_vars = parse_ext_vars(args.ext_var)
+        configs = [EXPERIMENT, task_source(args.task)[0]]
+        check_ext_vars(ext_vars, configs, [args.overrides] if args.overrides else [])
     except ConfigurationError as error:
         _fail("tune-compare", error)
     _train_and_report(
