@@ -127,8 +127,9 @@ def test_predict_names_the_line_of_bad_input(trained, tmp_path, monkeypatch, con
 def test_predict_a_missing_input_file(trained, tmp_path, monkeypatch):
     archive = str(trained / "run" / "model.tar.gz")
     missing = tmp_path / "missing.jsonl"
+    out = str(tmp_path / "out.jsonl")
     with pytest.raises(ConfigurationError, match=f"The input file {missing} does not exist"):
-        run(monkeypatch, "predict", archive, str(missing), "--silent", "--output-file", "x")
+        run(monkeypatch, "predict", archive, str(missing), "--silent", "--output-file", out)
 
 
 def no_config_archive(path: Path) -> Path:
