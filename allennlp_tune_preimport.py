@@ -317,6 +317,14 @@ def running_allennlp_cli() -> bool:
     return os.path.basename(getattr(main, "__file__", None) or "") == "allennlp"
 
 
+def verbose_requested() -> bool:
+    """Whether the user asked for tracebacks: `-v` / `--verbose` on the `allennlp` command line
+    (taken off it by `install_cli_excepthook`) or ALLENNLP_TUNE_VERBOSE=1."""
+    import os
+
+    return _cli["verbose"] or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
 def _is_user_error(error: BaseException) -> bool:
     for module_name, class_name in _USER_ERRORS:
         cls = getattr(sys.modules.get(module_name), class_name, None)
@@ -339,9 +347,7 @@ def _cli_excepthook(kind, error, traceback) -> None:
     if not _is_user_error(error):
         previous(kind, error, traceback)
         return
-    import os
-
-    if _cli["verbose"] or os.environ.get(VERBOSE_ENV, "") not in ("", "0"):
+    if verbose_requested():
         previous(kind, error, traceback)
     command = " ".join(part for part in ("allennlp", _subcommand()) if part)
     print(f"{command}: {error}", file=sys.stderr)

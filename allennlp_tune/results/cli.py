@@ -13,12 +13,19 @@ exit with 2 before any training when a cell's feature cache would not fit its bu
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 
 from allennlp.common.checks import ConfigurationError
 
 
 def _fail(command: str, error: Exception) -> None:
+    """Ends the command with the error's message in one line and status 2; its traceback first
+    when the user asked for it (`-v` / `--verbose`, ALLENNLP_TUNE_VERBOSE=1)."""
+    import allennlp_tune_preimport
+
+    if allennlp_tune_preimport.verbose_requested():
+        traceback.print_exception(error, file=sys.stderr)
     print(f"allennlp {command}: {error}", file=sys.stderr)
     sys.exit(2)
 
@@ -71,10 +78,27 @@ def _add_keep_checkpoints_argument(subparser: argparse.ArgumentParser) -> None:
     )
 
 
+def _seed(text: str) -> int:
+    """A seed as numpy and torch take it: a whole number from 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 0 to {2**32 - 1} (numpy's seed range), not {text!r}"
+        )
+    return value
+
+
 def _add_run_arguments(subparser: argparse.ArgumentParser) -> None:
     """The options of tune-grid and tune-compare for how every run is trained."""
     subparser.add_argument(
-        "--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds (TUNE_SEED), default 1 2 3"
+        "--seeds",
+        nargs="+",
+        type=_seed,
+        default=[1, 2, 3],
+        help="seeds (TUNE_SEED), default 1 2 3",
     )
     subparser.add_argument("--results-dir", required=True, type=Path, help="where runs go")
     subparser.add_argument(
@@ -91,6 +115,13 @@ def _add_run_arguments(subparser: argparse.ArgumentParser) -> None:
         help="do not retry runs that failed before (default: retry them)",
     )
     _add_keep_checkpoints_argument(subparser)
+    subparser.add_argument(
+        "--retrain-changed",
+        action="store_true",
+        help="move aside and train again the complete runs that were trained with another "
+        "config, other data or encoder files, or other package versions than this command "
+        "uses now (default: refuse, naming what changed)",
+    )
     subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
     planning = subparser.add_mutually_exclusive_group()
     planning.add_argument(
@@ -122,9 +153,10 @@ def _train_and_report(command: str, train, args: argparse.Namespace) -> None:
         sys.exit(130)
     if getattr(args, "plan_only", False):
         return
+    retrained = f" ({len(result.retrained)} of them after a change)" if result.retrained else ""
     print(
-        f"{command}: {len(result.trained)} trained, {len(result.skipped)} already complete, "
-        f"{len(result.failed)} failed.\n",
+        f"{command}: {len(result.trained)} trained{retrained}, {len(result.skipped)} already "
+        f"complete, {len(result.failed)} failed.\n",
         file=sys.stderr,
     )
     _print_report([args.results_dir], args)
@@ -250,6 +282,7 @@ def grid_main(args: argparse.Namespace) -> None:
             progress=not args.no_progress,
             plan=not args.no_plan,
             plan_only=args.plan_only,
+            retrain_changed=args.retrain_changed,
         ),
         args,
     )
@@ -328,6 +361,7 @@ def compare_main(args: argparse.Namespace) -> None:
             progress=not args.no_progress,
             plan=not args.no_plan,
             plan_only=args.plan_only,
+            retrain_changed=args.retrain_changed,
         ),
         args,
     )
@@ -397,7 +431,8 @@ def search_main(args: argparse.Namespace) -> None:
             ImportError(
                 f"needs Optuna, which is not installed ({error}). Install the plugin's search "
                 "extra: pip install 'allennlp-tune[search]' (from a checkout: "
-                "pip install -e '.[search]'); it adds optuna and psycopg2-binary."
+                "pip install -e '.[search]'); it adds optuna. A postgresql:// --storage needs "
+                "the PostgreSQL driver too: pip install 'allennlp-tune[search,postgres]'."
             ),
         )
 

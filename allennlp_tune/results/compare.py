@@ -49,7 +49,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.results.encoder_check import check_encoder_available
-from allennlp_tune.results.grid import GridResult, run_grid
+from allennlp_tune.results.grid import GridResult, check_results_dir, run_grid
 from allennlp_tune.results.runs import MODES, RunName, parse_run_name
 from allennlp_tune.results.task_checks import (
     MAX_NAME_LENGTH,
@@ -438,11 +438,13 @@ def run_compare(
     progress: bool = True,
     plan: bool = True,
     plan_only: bool = False,
+    retrain_changed: bool = False,
 ) -> GridResult:
     """
     Loads the task, writes a config per mode and trains them x seeds (module docstring).
     `plan` / `plan_only`: `run_grid`'s planner (estimates first, over-budget caches refused
     before training; `plan_only` writes the configs and stops after the plan).
+    `retrain_changed`: `run_grid`'s, for complete runs that no longer match the command.
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -457,6 +459,7 @@ def run_compare(
     ext_vars.update(chosen.ext_vars)
     task = load_task(task_spec, ext_vars)
     results_dir = Path(results_dir)
+    check_results_dir(results_dir)
     configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
     return run_grid(
         configs,
@@ -470,4 +473,5 @@ def run_compare(
         tool="tune-compare",
         plan=plan,
         plan_only=plan_only,
+        retrain_changed=retrain_changed,
     )

@@ -83,9 +83,10 @@ _NAME_PATTERN = re.compile(
     r"(?:[_\-.](?P<variant>.+))?$"
 )
 _SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")
-# tune-grid and tune-search move a partial or failed attempt aside under this name before
-# rerunning it; the report ignores such directories (and says how many it ignored).
-SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed)-\d{8}T\d{6}")
+# tune-grid and tune-search move a partial or failed attempt, or a complete run that no longer
+# matches the command (`--retrain-changed`), aside under this name before rerunning it; the
+# report ignores such directories (and says how many it ignored).
+SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed|changed)-\d{8}T\d{6}")
 
 
 @dataclass(frozen=True)
@@ -244,8 +245,8 @@ def timestamp() -> str:
 
 def move_aside(run_dir: Path, reason: str) -> Path:
     """
-    Renames `run_dir` to `<run_dir>.<reason>-<timestamp>` (reason "incomplete" or "failed") so
-    it can be rerun without deleting anything a user might want to look at.
+    Renames `run_dir` to `<run_dir>.<reason>-<timestamp>` (reason "incomplete", "failed" or
+    "changed") so it can be rerun without deleting anything a user might want to look at.
     """
     target = run_dir.with_name(f"{run_dir.name}.{reason}-{timestamp()}")
     suffix = 1
@@ -349,6 +350,34 @@ def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
     return flat
 
 
+def fingerprint_settings(config: Dict[str, Any], info: Dict[str, Any]) -> Dict[str, str]:
+    """
+    What a run's fingerprint (`tune_run.json`, `allennlp_tune.results.fingerprint`) adds to its
+    settings: the content digest of each file its config names (`train_data_path (content)`)
+    and the version of each package that computed it (`package torch`). Two runs of a cell that
+    differ here were trained on other data or code, even where their configs are equal.
+    """
+    recorded = info.get("fingerprint")
+    if not isinstance(recorded, dict):
+        return {}
+    files = recorded.get("files") if isinstance(recorded.get("files"), dict) else {}
+    packages = recorded.get("packages") if isinstance(recorded.get("packages"), dict) else {}
+    settings = {f"package {name}": json.dumps(version) for name, version in packages.items()}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), item)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(f"{prefix}.{index}", item)
+        elif isinstance(value, str) and value in files and prefix not in PLACEMENT_KEYS:
+            settings[f"{prefix} (content)"] = json.dumps(files[value])
+
+    walk("", config)
+    return settings
+
+
 def load_run(run_dir: Path, split: str = "validation") -> Run:
     """Reads one run directory; never raises for a broken run, it says so in `status`."""
     problems = []  # "<file>: <what is wrong>", for a run whose files cannot be used
@@ -383,7 +412,7 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     except ConfigurationError as error:
         problems.append(f"{CONFIG_NAME if config else RUN_INFO_NAME}: {error}")
     if config:
-        run.settings = config_settings(config)
+        run.settings = {**config_settings(config), **fingerprint_settings(config, info)}
 
     recorded = info.get("status")
     if recorded in (FAILED, PRUNED):

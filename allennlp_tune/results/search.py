@@ -411,7 +411,8 @@ def check_storage(storage: str) -> None:
     except ImportError as error:
         raise ConfigurationError(
             f"--storage {_public_url(storage)!r}: its database driver is not installed "
-            f"({error}). Install it, or use sqlite:/// or postgresql:// (psycopg2 is installed)."
+            f"({error}). Install it (for postgresql://: pip install 'allennlp-tune[postgres]'), "
+            "or use sqlite:///."
         ) from None
 
 
@@ -596,7 +597,9 @@ def run_search(
         run_ext_vars = {**fixed, **searched}
         run_dir = study_dir / f"trial_{trial.number}"
         if run_dir.exists():  # left by a study of the same name that was deleted
-            move_aside(run_dir, "incomplete")
+            aside = move_aside(run_dir, "incomplete")
+            if not keep_checkpoints:
+                tidy_run_dir(aside, drop_weights=True)
         trial.set_user_attr("ext_vars", searched)
         trial.set_user_attr("run_dir", str(run_dir.resolve()))
         trial.set_user_attr("worker", worker)

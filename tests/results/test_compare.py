@@ -11,6 +11,7 @@ import csv
 import importlib.util
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -223,7 +224,9 @@ def test_modes_bitfit_and_lora_are_accepted_and_lora_needs_a_transformer(tmp_pat
 def test_tune_compare_on_a_csv_task_of_ones_own(tmp_path, monkeypatch, capsys):
     write_reviews(tmp_path / "task")
     monkeypatch.chdir(tmp_path)
-    argv = ["tune-compare", "task/reviews.jsonnet", "--encoder", str(BERT), "--seeds", "1", "2"]
+    encoder = tmp_path / "models" / "bert-uncased"  # a copy, so that a file of it can change
+    shutil.copytree(BERT, encoder)
+    argv = ["tune-compare", "task/reviews.jsonnet", "--encoder", str(encoder), "--seeds", "1", "2"]
     argv += ["--results-dir", "out", "--ext-var", "TUNE_EPOCHS=1", "--no-progress"]
     assert allennlp(monkeypatch, *argv) == 0
     printed = capsys.readouterr()
@@ -254,12 +257,74 @@ def test_tune_compare_on_a_csv_task_of_ones_own(tmp_path, monkeypatch, capsys):
     assert "0 trained, 6 already complete, 0 failed" in again.err
     assert {run: (run / "model.tar.gz").stat().st_mtime_ns for run in archives} == archives
     assert row[0] in again.out
+    assert_stale_runs_are_refused(monkeypatch, capsys, argv, tmp_path, encoder)
 
     # Another encoder under the same label would mix two experiments in one folder.
     other = FIXTURE_MODELS_DIR / "bert-cased"
     refused = argv[:3] + [str(other), "--encoder-label", "bertuncased"] + argv[4:]
     assert allennlp(monkeypatch, *refused) == 2
     assert "exists and differs" in capsys.readouterr().err
+
+
+def archive_times(results: Path):
+    return {run: (run / "model.tar.gz").stat().st_mtime_ns for run in results.glob("*/seed_?")}
+
+
+def refused_runs(message: str):
+    """The runs a refusal names, `reviews_bertuncased_fe/seed_1` -> what it says changed."""
+    found = re.findall(r"^  (reviews_\w+/seed_\d): (.*)$", message, flags=re.M)
+    return dict(found)
+
+
+def assert_stale_runs_are_refused(monkeypatch, capsys, argv, tmp_path: Path, encoder: Path):
+    """
+    A complete run is reused only while the command would train it the same way: a changed
+    rate, data file or encoder file refuses the command, naming the change per run, and
+    --retrain-changed retrains exactly the runs that changed.
+    """
+    results = tmp_path / "out"
+    before = archive_times(results)
+    assert allennlp(monkeypatch, *argv, "--ext-var", "TUNE_LR=5e-4") == 2
+    refused = refused_runs(capsys.readouterr().err)
+    assert sorted(refused) == sorted(f"{run.parent.name}/{run.name}" for run in before)
+    for change in refused.values():
+        assert "TUNE_LR (unset) -> 5e-4" in change and "lr " in change and "-> 0.0005" in change
+
+    # TUNE_PATIENCE is read by the feature-extraction trainer only: fe's runs change, not ft's.
+    patience = [*argv, "--ext-var", "TUNE_PATIENCE=1"]
+    assert allennlp(monkeypatch, *patience) == 2
+    changed = refused_runs(capsys.readouterr().err)
+    assert changed and all("trainer.patience 3 -> 1" in text for text in changed.values())
+    assert {name.split("/")[0] for name in changed} == {"reviews_bertuncased_fe"}
+    assert archive_times(results) == before  # nothing trained, moved or deleted
+    assert allennlp(monkeypatch, *patience, "--retrain-changed") == 0
+    assert f"{len(changed)} trained ({len(changed)} of them after a change)" in (
+        capsys.readouterr().err
+    )
+    after = archive_times(results)
+    retrained = sorted(
+        f"{run.parent.name}/{run.name}" for run in after if after[run] != before[run]
+    )
+    assert retrained == sorted(changed)
+    for name in changed:
+        [aside] = (results / name).parent.glob(f"{Path(name).name}.changed-*")
+        assert (aside / "model.tar.gz").is_file()  # moved aside whole, nothing deleted
+
+    # The dev file cut to half its rows, then a file of the encoder's folder edited.
+    dev = tmp_path / "task" / "dev.csv"
+    dev.write_text("".join(dev.read_text().splitlines(keepends=True)[:5]))
+    assert allennlp(monkeypatch, *patience) == 2
+    refused = refused_runs(capsys.readouterr().err)
+    assert len(refused) == len(after)
+    assert all(
+        "dev.csv changed (validation_data_path: sha256:" in text for text in refused.values()
+    )
+    model_config = json.loads((encoder / "config.json").read_text())
+    (encoder / "config.json").write_text(json.dumps({**model_config, "note": "edited"}))
+    assert allennlp(monkeypatch, *patience) == 2
+    refused = refused_runs(capsys.readouterr().err)
+    assert all("bert-uncased changed (" in text for text in refused.values())
+    assert archive_times(results) == after
 
 
 def test_a_shipped_task_trains_as_its_cell_file(tmp_path, monkeypatch, capsys):
