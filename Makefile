@@ -29,7 +29,7 @@ STAMP := $(VENV)/.installed-$(notdir $(LOCK))
 SEED_VENV ?=
 install: $(STAMP)
 
-$(STAMP): $(LOCK) setup.py
+$(STAMP): $(LOCK) setup.py pyproject.toml
 	if [ ! -x $(BIN)/python ]; then \
 	  if [ -n "$(SEED_VENV)" ] && [ -x "$(SEED_VENV)/bin/python" ]; then \
 	    bash scripts/seed_venv.sh $(SEED_VENV) $(VENV); \

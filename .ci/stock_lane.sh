@@ -4,11 +4,11 @@
 #
 #   python3.10 -m venv .venv-stock
 #   pip install allennlp==2.10.1 allennlp-models==2.10.1 "numpy<2"   # torch 1.12.1, transformers 4.20.1
-#   pip install -e ".[search]"                                        # must not change that stack
+#   pip install -e ".[search,postgres]"                               # must not change that stack
 #
 # then the test suite, or the documented subset below (STOCK_TESTS=all runs everything), and
 # the pass / skip / fail counts. Idempotent: the venv is kept in .venv-stock/ (git-ignored) and
-# reinstalled only when setup.py changes; STOCK_VENV picks another folder.
+# reinstalled only when setup.py or pyproject.toml changes; STOCK_VENV picks another folder.
 #
 # Python 3.10: $PYTHON310, else python3.10 on PATH, else pyenv's 3.10 (installed with
 # `pyenv install 3.10` when pyenv is there). Without any of them the lane stops and says how to
@@ -45,28 +45,30 @@ STACK="torch transformers tokenizers numpy allennlp allennlp-models huggingface-
 versions() { "$VENV/bin/python" -m pip list --disable-pip-version-check --format=freeze 2>/dev/null; }
 stack_versions() { versions | grep -iE "^($(echo "$STACK" | tr ' ' '|'))==" | sort; }
 
-stamp="$VENV/.installed-$(sha256sum setup.py | cut -c1-16)"
+stamp="$VENV/.installed-$(cat setup.py pyproject.toml | sha256sum | cut -c1-16)"
 if [[ ! -f "$stamp" ]]; then
   say "creating $VENV with $("$PY310" --version) ($PY310)"
   rm -rf "$VENV"
   "$PY310" -m venv "$VENV"
   PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
   # wheel: `pip wheel --no-build-isolation` (tests/configs/test_task_files.py) needs it with
-  # Python 3.10's setuptools.
-  "${PIP[@]}" --upgrade pip wheel
+  # Python 3.10's setuptools. setuptools: such a build uses the venv's, pyproject.toml's metadata
+  # needs setuptools >= 77 and Python 3.10's venv has 65.5, so the locks' pin (80.9.0: below 82,
+  # which removed pkg_resources, which py-rouge, an allennlp-models dependency, imports).
+  "${PIP[@]}" --upgrade pip wheel "$(grep -E '^setuptools==' requirements/lock.txt)"
   # numpy<2: allennlp 2.10.1 does not pin it, and with numpy 2 `import allennlp` itself fails.
   "${PIP[@]}" allennlp==2.10.1 allennlp-models==2.10.1 "numpy<2"
   stack_versions >"$VENV/stack-before.txt"
   versions | sort >"$VENV/all-before.txt"
-  "${PIP[@]}" -e ".[search]"
+  "${PIP[@]}" -e ".[search,postgres]"
   stack_versions >"$VENV/stack-after.txt"
   versions | sort >"$VENV/all-after.txt"
   if ! diff -u "$VENV/stack-before.txt" "$VENV/stack-after.txt"; then
-    say "FAIL: pip install -e '.[search]' changed the stock stack (above): setup.py asks for"
-    say "something torch 1.12.1 / transformers 4.20.1 cannot satisfy"
+    say "FAIL: pip install -e '.[search,postgres]' changed the stock stack (above):"
+    say "pyproject.toml asks for something torch 1.12.1 / transformers 4.20.1 cannot satisfy"
     exit 1
   fi
-  say "pip install -e '.[search]' kept the stack; what else it changed (- before, + after):"
+  say "pip install -e '.[search,postgres]' kept the stack; what else it changed (- before, + after):"
   diff "$VENV/all-before.txt" "$VENV/all-after.txt" | grep '^[<>]' | sed 's/^</  -/; s/^>/  +/' || true
   touch "$stamp"
 fi
