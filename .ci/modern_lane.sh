@@ -9,7 +9,7 @@
 # AllenNLP 2.10.1 runs there only through allennlp-tune's start-up hook (allennlp_tune.pth,
 # allennlp_tune/compat.py fixes 5-9); `make install` checks that it is active
 # (scripts/check_lock.py). Idempotent like `make install`: the venv (MODERN_VENV, default
-# .venv-modern/, git-ignored) is reinstalled only when the lock or setup.py changes.
+# .venv-modern/, git-ignored) is reinstalled only when the lock, setup.py or pyproject.toml changes.
 # MODERN_TESTS overrides the pytest selection (e.g. MODERN_TESTS="tests/test_compat.py";
 # MODERN_TESTS=tests for every test).
 set -euo pipefail
