@@ -4,17 +4,40 @@ found out in about a second instead of after transformers' own retries (over a m
 network): a local folder is used as it is; a Hugging Face model name must be in the Hugging Face
 cache, or, unless `HF_HUB_OFFLINE` / `TRANSFORMERS_OFFLINE` is set, answer one request to the
 Hub within `HUB_TIMEOUT_S` seconds, without retries.
+
+Written against every huggingface_hub the lanes install (0.10 with stock AllenNLP, 0.36 in the
+lock, 2.x in the modern lock, whose HTTP client is httpx instead of requests): it reads the
+cache folders itself, and tells the Hub's answers apart by status code and exception name.
 """
 
 import os
+import re
+import shutil
+import sys
 from pathlib import Path
-from typing import Mapping, NoReturn, Optional
+from typing import List, Mapping, NoReturn, Optional
 
 from allennlp.common.checks import ConfigurationError
 
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 HUB_TIMEOUT_S = 10.0
 _TRUE = ("1", "ON", "YES", "TRUE")
+# huggingface_hub's `validate_repo_id`: `name` or `namespace/name`, at most 96 characters.
+_MODEL_NAME = re.compile(r"^(\b[\w\-.]+\b/)?\b[\w\-.]+\b$")
+
+
+def hub_command(*args: str) -> str:
+    """
+    `download NAME` or `login` on the Hub's command line as installed: `hf` (huggingface_hub
+    0.34 and later), else `huggingface-cli login` and, for a download, a line of Python
+    (`huggingface-cli download` came in 0.17 only).
+    """
+    folder = Path(sys.executable).parent
+    if (folder / "hf").exists() or shutil.which("hf") is not None:
+        return " ".join(["hf", *(("auth", "login") if args == ("login",) else args)])
+    if args == ("login",):
+        return "huggingface-cli login"
+    return f"python -c \"import huggingface_hub; huggingface_hub.snapshot_download('{args[1]}')\""
 
 
 def offline_var(environ: Mapping[str, str] = os.environ) -> Optional[str]:
@@ -25,43 +48,45 @@ def offline_var(environ: Mapping[str, str] = os.environ) -> Optional[str]:
     return None
 
 
-def hub_cache(environ: Mapping[str, str] = os.environ) -> Path:
-    """The Hugging Face cache folder, read from the environment now (the libraries read it once)."""
+def hub_caches(environ: Mapping[str, str] = os.environ) -> List[Path]:
+    """
+    The folders where transformers looks for downloaded models, the one it writes to first,
+    read from the environment now (the libraries read it once, when they are imported).
+    """
     from huggingface_hub import constants
 
-    if environ.get("HF_HUB_CACHE"):
-        return Path(environ["HF_HUB_CACHE"]).expanduser()
-    if environ.get("HF_HOME"):
-        return Path(environ["HF_HOME"]).expanduser() / "hub"
-    return Path(constants.HF_HUB_CACHE)
+    folders = [environ.get(name) for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")]
+    folders.append(os.path.join(environ["HF_HOME"], "hub") if environ.get("HF_HOME") else None)
+    folders.append(environ.get("TRANSFORMERS_CACHE"))
+    default = getattr(constants, "HF_HUB_CACHE", None) or constants.HUGGINGFACE_HUB_CACHE
+    folders.append(default)
+    unique = dict.fromkeys(Path(folder).expanduser() for folder in folders if folder)
+    return list(unique)
 
 
 def is_cached(name: str, cache: Path) -> bool:
-    """Whether the cache holds a snapshot of model `name` with its `config.json`."""
-    from huggingface_hub import try_to_load_from_cache
-
-    if isinstance(try_to_load_from_cache(name, "config.json", cache_dir=cache), str):
-        return True
+    """Whether `cache` holds a snapshot of model `name` with its `config.json`."""
     snapshots = cache / f"models--{name.replace('/', '--')}" / "snapshots"
     return any(snapshots.glob("*/config.json"))
 
 
-def _is_model_name(name: str) -> bool:
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        return False
-    return True
+def is_model_name(name: str) -> bool:
+    """Whether `name` can name a model on the Hub (`bert-base-uncased`, `org/model`)."""
+    return (
+        len(name) <= 96 and bool(_MODEL_NAME.match(name)) and "--" not in name and ".." not in name
+    )
 
 
 def _reason(error: Exception, timeout: float) -> str:
-    """A few words for why a request failed (requests' own messages run to several lines)."""
+    """A few words for why a request failed (the HTTP clients' own messages run to lines)."""
+    status = _status(error)
+    if status is not None:
+        return f"it answered HTTP {status}"
     text = str(error)
     for phrase, reason in (
         ("Failed to resolve", "its host name does not resolve"),
         ("Name or service not known", "its host name does not resolve"),
+        ("Temporary failure in name resolution", "its host name does not resolve"),
         ("Connection refused", "the connection was refused"),
         ("Network is unreachable", "the network is unreachable"),
         ("timed out", f"no answer within {timeout:g} s"),
@@ -69,33 +94,8 @@ def _reason(error: Exception, timeout: float) -> str:
     ):
         if phrase in text or phrase in type(error).__name__:
             return reason
-    return f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
-
-
-def _ask_hub(name: str, fix: str, environ: Mapping[str, str], timeout: float) -> None:
-    """One request for the model's card: refuses a model the Hub lacks, or a Hub out of reach."""
-    import requests
-    from huggingface_hub import HfApi, constants
-    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
-
-    endpoint = environ.get("HF_ENDPOINT") or constants.ENDPOINT
-    try:
-        HfApi(endpoint=endpoint).model_info(name, timeout=timeout)
-    except GatedRepoError:
-        raise ConfigurationError(
-            f"--encoder {name}: the model is gated on the Hugging Face Hub; accept its "
-            f"conditions at {endpoint}/{name} and log in (huggingface-cli login), or {fix}."
-        ) from None
-    except (RepositoryNotFoundError, HfHubHTTPError) as error:
-        if not isinstance(error, RepositoryNotFoundError) and _status(error) != 404:
-            _unreachable(name, endpoint, error, environ, timeout)
-        raise ConfigurationError(
-            f"--encoder {name}: no such folder, and the Hugging Face Hub ({endpoint}) has no "
-            f"model {name} (or it is private: huggingface-cli login). Check the name, or give "
-            "a local folder."
-        ) from None
-    except (requests.RequestException, OSError) as error:
-        _unreachable(name, endpoint, error, environ, timeout)
+    first = text.strip().splitlines()[0][:200] if text.strip() else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def _status(error: Exception) -> Optional[int]:
@@ -103,15 +103,43 @@ def _status(error: Exception) -> Optional[int]:
     return getattr(response, "status_code", None)
 
 
+def _is_a(error: Exception, class_name: str) -> bool:
+    return any(klass.__name__ == class_name for klass in type(error).__mro__)
+
+
+def _ask_hub(name: str, environ: Mapping[str, str], timeout: float) -> None:
+    """One request for the model's card: refuses a model the Hub lacks, or a Hub out of reach."""
+    from huggingface_hub import HfApi, constants
+
+    endpoint = (environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    try:
+        HfApi(endpoint=endpoint).model_info(name, timeout=timeout)
+    except Exception as error:  # requests' or httpx's, or huggingface_hub's own
+        if _is_a(error, "GatedRepoError"):
+            raise ConfigurationError(
+                f"--encoder {name}: the model is gated on the Hugging Face Hub; accept its "
+                f"conditions at {endpoint}/{name} and log in ({hub_command('login')}), or give "
+                "a local folder."
+            ) from None
+        if _is_a(error, "RepositoryNotFoundError") or _status(error) in (401, 404):
+            raise ConfigurationError(
+                f"--encoder {name}: no such folder, and the Hugging Face Hub ({endpoint}) has "
+                f"no model {name} (or it is private: {hub_command('login')}). Check the name, "
+                "or give a local folder."
+            ) from None
+        _unreachable(name, endpoint, error, environ, timeout)
+
+
 def _unreachable(
     name: str, endpoint: str, error: Exception, environ: Mapping[str, str], timeout: float
 ) -> NoReturn:
     """Refuses a model that could not be looked up on the Hub, saying why in a few words."""
     raise ConfigurationError(
-        f"--encoder {name}: no such folder, not in the Hugging Face cache ({hub_cache(environ)}), "
-        f"and the Hugging Face Hub ({endpoint}) cannot be reached: {_reason(error, timeout)}. "
-        f"Give a local folder, or download it where the Hub can be reached (huggingface-cli "
-        f"download {name}) and copy that cache here (or point HF_HUB_CACHE at it)."
+        f"--encoder {name}: no such folder, not in the Hugging Face cache ({hub_caches(environ)[0]}"
+        f"), and the Hugging Face Hub ({endpoint}) cannot be asked: {_reason(error, timeout)}. "
+        f"Give a local folder, or download it where the Hub can be reached "
+        f"({hub_command('download', name)}) and copy that cache here (or point HF_HUB_CACHE at "
+        "it)."
     ) from None
 
 
@@ -129,20 +157,19 @@ def check_encoder_available(
             f"--encoder {name} is a file; give the folder of a transformers model (with its "
             "config.json), or a Hugging Face model name."
         )
-    if not _is_model_name(name):
+    if not is_model_name(name):
         raise ConfigurationError(
             f"--encoder {name}: no such folder, and not a Hugging Face model name (such as "
             "bert-base-uncased or sentence-transformers/all-MiniLM-L6-v2)."
         )
-    cache = hub_cache(environ)
-    if is_cached(name, cache):
+    caches = hub_caches(environ)
+    if any(is_cached(name, cache) for cache in caches):
         return
-    fix = f"download it first: huggingface-cli download {name}"
     offline = offline_var(environ)
     if offline:
         raise ConfigurationError(
-            f"--encoder {name}: no such folder, and not in the Hugging Face cache ({cache}); "
+            f"--encoder {name}: no such folder, and not in the Hugging Face cache ({caches[0]}); "
             f"{offline} is set, so it cannot be downloaded. Give a local folder, or unset "
-            f"{offline.split('=')[0]} and {fix}."
+            f"{offline.split('=')[0]} and download it first: {hub_command('download', name)}."
         )
-    _ask_hub(name, fix, environ, timeout)
+    _ask_hub(name, environ, timeout)
