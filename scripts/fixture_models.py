@@ -21,6 +21,9 @@ Writes, deterministically (fixed seeds, no timestamps):
   family's special tokens, normalisation and pair layout. ALBERT shares one set of layer
   weights among its 3 layers (`num_hidden_groups: 1`), as every published ALBERT does; ELECTRA
   and ALBERT project a smaller embedding (8) to the hidden size.
+- `mpnet-sentence/` (`SENTENCE_MODELS`): an MPNet (hidden size 32, 2 layers) laid out as the
+  sentence-transformers checkpoint all-mpnet-base-v2, with `modules.json` and
+  `1_Pooling/config.json` (mean pooling) beside the transformers files.
 - the families only newer transformers have (`VERSIONED`), where the installed transformers has
   them: `modernbert/` (>= 4.48), 3 layers, global and local attention, byte-level BPE with
   BERT's special tokens. On older stacks they are skipped with a logged reason, so the committed
@@ -602,6 +605,67 @@ def write_mpnet(out_dir: Path, words: List[str]) -> None:
     _save_model(out_dir, config)
 
 
+# sentence-transformers' description of a checkpoint: its modules in order (the transformer in
+# the folder itself, then mean pooling, then L2 normalisation, which has no folder of its own).
+SENTENCE_TRANSFORMERS_MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    {
+        "idx": 2,
+        "name": "2",
+        "path": "2_Normalize",
+        "type": "sentence_transformers.models.Normalize",
+    },
+]
+
+
+def _write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def write_mpnet_sentence(out_dir: Path, words: List[str]) -> None:
+    """
+    MPNet laid out as the sentence-transformers checkpoint all-mpnet-base-v2 is (what
+    `allennlp tune-data fetch mpnet` unpacks): the transformers files (`config.json`, the
+    weights, `tokenizer.json`, `vocab.txt`, ...) plus `modules.json`, `sentence_bert_config.json`
+    and `1_Pooling/config.json` with mean pooling. A wider model than `mpnet/` (hidden size 32,
+    4 heads, feed-forward 64, 2 layers) with the published layer norm epsilon (1e-5) and 32
+    relative position buckets.
+    """
+    tokenizer, vocab_size = _wordpiece_tokenizer(
+        out_dir, words, MPNetTokenizerFast, ["<s>", "<pad>", "</s>", "[UNK]", "<mask>"]
+    )
+    _save_tokenizer(out_dir, tokenizer)
+    hidden_size = 32
+    config = MPNetConfig(
+        vocab_size=vocab_size,
+        max_position_embeddings=OFFSET_POSITIONS,
+        relative_attention_num_buckets=32,
+        layer_norm_eps=1e-5,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        **dict(TINY, hidden_size=hidden_size, num_attention_heads=4, intermediate_size=64),
+    )
+    _save_model(out_dir, config)
+    _write_json(out_dir / "modules.json", SENTENCE_TRANSFORMERS_MODULES)
+    _write_json(
+        out_dir / "sentence_bert_config.json",
+        {"max_seq_length": MAX_LENGTH, "do_lower_case": False},
+    )
+    _write_json(
+        out_dir / "1_Pooling" / "config.json",
+        {
+            "word_embedding_dimension": hidden_size,
+            "pooling_mode_cls_token": False,
+            "pooling_mode_mean_tokens": True,
+            "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False,
+        },
+    )
+
+
 def write_modernbert(out_dir: Path, words: List[str]) -> None:
     """
     ModernBERT (transformers >= 4.48) as published: byte-level BPE with BERT's special tokens
@@ -665,6 +729,12 @@ FAMILIES: Dict[str, Callable[[Path, List[str]], None]] = {
 }
 
 
+# Checkpoints laid out as sentence-transformers publishes them: folder -> writer.
+SENTENCE_MODELS: Dict[str, Callable[[Path, List[str]], None]] = {
+    "mpnet-sentence": write_mpnet_sentence,
+}
+
+
 # Families that only newer transformers have: folder -> (config class, first version, writer).
 # Written where the installed transformers has them (`versioned_families`); `fixtures/models`,
 # written on the locked stack (transformers 4.43), has none of them, so tests build them.
@@ -697,14 +767,15 @@ def versioned_families() -> Dict[str, Callable[[Path, List[str]], None]]:
 
 def make_model_fixtures(out_dir: Path, words: List[str]) -> None:
     """
-    Write `bert-cased/`, `bert-uncased/`, `elmo/`, `FAMILIES` and the `VERSIONED` families the
-    installed transformers has under `out_dir`; the others are skipped with a logged reason.
+    Write `bert-cased/`, `bert-uncased/`, `elmo/`, `FAMILIES`, `SENTENCE_MODELS` and the
+    `VERSIONED` families the installed transformers has under `out_dir`; the others are skipped
+    with a logged reason.
     """
     out_dir = Path(out_dir)
     write_bert(out_dir / "bert-cased", words, lowercase=False)
     write_bert(out_dir / "bert-uncased", words, lowercase=True)
     write_elmo(out_dir / "elmo")
-    for family, write in FAMILIES.items():
+    for family, write in {**FAMILIES, **SENTENCE_MODELS}.items():
         (out_dir / family).mkdir(parents=True, exist_ok=True)
         write(out_dir / family, words)
     for family in VERSIONED:
