@@ -157,14 +157,18 @@ def build_scalar_mix(
 
 
 def assign_groups(
-    encoder: torch.nn.Module, layer_prefixes: List[List[str]]
+    encoder: torch.nn.Module,
+    layer_prefixes: List[List[str]],
+    bottom_prefixes: Sequence[str] = (),
 ) -> Tuple[Dict[str, Optional[int]], List[List[str]]]:
     """
     Splits `encoder` into `len(layer_prefixes) + 1` groups, bottom to top: group `i >= 1` holds
     the modules named by `layer_prefixes[i - 1]` (and everything below them); group 0 holds
-    every other module registered before the first layer (the embeddings, the char-CNN); other
-    modules registered after the layers (a final layer norm) join the top group. Containers of
-    the layers belong to no group.
+    every other module registered before the first layer (the embeddings, the char-CNN) and the
+    modules named by `bottom_prefixes` wherever they are registered (a table that every layer
+    reads, such as MPNet's relative position bias: it must not train before the lowest layer
+    that uses it); other modules registered after the layers (a final layer norm) join the top
+    group. Containers of the layers belong to no group.
 
     Returns the group of every module name (`None` for containers) and the parameter names of
     every group, each parameter in exactly one group.
@@ -176,6 +180,9 @@ def assign_groups(
             if any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes):
                 return group
         return None
+
+    def at_bottom(name: str) -> bool:
+        return any(name == prefix or name.startswith(prefix + ".") for prefix in bottom_prefixes)
 
     containers = {""}
     for prefixes in layer_prefixes:
@@ -189,6 +196,8 @@ def assign_groups(
         group = layer_of(name)
         if group is not None:
             seen_layer = True
+        elif at_bottom(name):
+            group = 0
         elif name not in containers:
             group = top if seen_layer else 0
         module_groups[name] = group
@@ -199,6 +208,8 @@ def assign_groups(
         group = layer_of(name)
         if group is not None:
             seen_layer = True
+        elif at_bottom(name):
+            group = 0
         else:
             group = top if seen_layer else 0
         parameter_groups[group].append(name)
@@ -263,6 +274,7 @@ class FreezableEncoderMixin:
         encoder_name: str,
         group_names: List[str],
         layer_prefixes: List[List[str]],
+        bottom_prefixes: Sequence[str] = (),
         mode: str,
         feature_cache: Optional[Dict[str, Any]],
         serialization_dir: Optional[str],
@@ -270,11 +282,12 @@ class FreezableEncoderMixin:
         base_weights: str = "the pretrained weights",
     ) -> None:
         """
-        `base_weights` says where the pretrained weights come from (`model_name ...`), for the
-        error when an archive's fingerprint of its frozen weights does not match them.
+        `layer_prefixes` and `bottom_prefixes` are `assign_groups`'s. `base_weights` says where
+        the pretrained weights come from (`model_name ...`), for the error when an archive's
+        fingerprint of its frozen weights does not match them.
         """
         encoder = getattr(self, encoder_name)
-        module_groups, parameter_groups = assign_groups(encoder, layer_prefixes)
+        module_groups, parameter_groups = assign_groups(encoder, layer_prefixes, bottom_prefixes)
         self._encoder_name = encoder_name
         self._group_names = list(group_names)
         self._module_groups = module_groups

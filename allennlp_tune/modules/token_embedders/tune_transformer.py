@@ -18,6 +18,13 @@ from allennlp_tune.modules.token_embedders.lora import check_lora_options, injec
 
 logger = logging.getLogger(__name__)
 
+# Last name parts of modules outside the layer list that every layer reads: MPNet's relative
+# position bias (`encoder.relative_attention_bias`, one table of per-head attention-score biases
+# computed once in the encoder and added in every layer). They join the bottom group
+# (`embeddings`), not the top one their registration order would give them; see
+# `_find_layer_groups`.
+SHARED_BY_EVERY_LAYER = ("relative_attention_bias",)
+
 
 @TokenEmbedder.register("tune_transformer")
 class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedder):
@@ -220,10 +227,12 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             )
 
         group_names, layer_prefixes = self._find_layer_groups()
+        bottom_prefixes = self._find_modules_shared_by_every_layer(layer_prefixes)
         self._setup_freezable(
             encoder_name="transformer_model",
             group_names=group_names,
             layer_prefixes=layer_prefixes,
+            bottom_prefixes=bottom_prefixes,
             mode=mode,
             feature_cache=feature_cache,
             serialization_dir=serialization_dir,
@@ -246,6 +255,15 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         distinct set of weights (`encoder.albert_layer_groups`), so with `num_hidden_groups: 1`
         (every published ALBERT) `embeddings` and `layers_0-{n-1}`, and gradual unfreezing or
         discriminative learning rates treat the shared stack as one group.
+
+        Modules outside the layer list that every layer reads (`SHARED_BY_EVERY_LAYER`: MPNet's
+        `encoder.relative_attention_bias`) join `embeddings`, below the first layer, though
+        they are registered after the layers: a group may only hold weights that change its own
+        layer's output and those above it. Were the bias in the top group, unfreezing the top
+        layer first (gradual unfreezing) would change what every frozen layer below computes,
+        and discriminative rates would move it at the top layer's rate; in `embeddings` it
+        trains only once the whole encoder does, at the lowest rate, like the position
+        embeddings. (`_find_modules_shared_by_every_layer` finds them.)
         """
         num_layers = self.config.num_hidden_layers
         model_name = type(self.transformer_model).__name__
@@ -290,6 +308,31 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             return ["encoder"], []
         names = ["embeddings"] + [f"layer_{index}" for index in range(num_layers)]
         return names, [[f"{layer_list}.{index}"] for index in range(num_layers)]
+
+    def _find_modules_shared_by_every_layer(self, layer_prefixes: List[List[str]]) -> List[str]:
+        """
+        The module paths, outside every layer, whose last name part is in
+        `SHARED_BY_EVERY_LAYER` (MPNet: `["encoder.relative_attention_bias"]`); `[]` when the
+        encoder is one group (no layer list was found).
+        """
+        if not layer_prefixes:
+            return []
+        inside = [prefix for prefixes in layer_prefixes for prefix in prefixes]
+        found = [
+            name
+            for name, _ in self.transformer_model.named_modules()
+            if name.rsplit(".", 1)[-1] in SHARED_BY_EVERY_LAYER
+            and not any(name == prefix or name.startswith(prefix + ".") for prefix in inside)
+        ]
+        if found:
+            logger.info(
+                "%s: %s is read by every layer of %s, so it joins the embeddings group (it "
+                "trains only once the lowest layer does).",
+                self._owner,
+                ", ".join(found),
+                type(self.transformer_model).__name__,
+            )
+        return found
 
     def _find_shared_layer_groups(self) -> Optional[Tuple[str, int]]:
         """ALBERT: the module path of the `albert_layer_groups` list and its length."""
