@@ -28,6 +28,10 @@ LORA_DEFAULTS: Dict[str, Any] = {"r": 8, "alpha": 16, "dropout": 0.1, "target_mo
 EXTRA_TARGET_MODULES: Dict[str, List[str]] = {
     "albert": ["query", "value"],
     "distilbert": ["q_lin", "v_lin"],
+    # MPNet's linear modules per layer: `attention.attn.q`, `k`, `v`, `o` (the attention's
+    # output projection), `intermediate.dense` and `output.dense` (the feed-forward pair), so
+    # `target_modules: ["q", "k", "v", "o", "intermediate.dense", "output.dense"]` adapts them
+    # all. Its relative position bias is an embedding table, not a linear layer.
     "mpnet": ["q", "v"],
     # ModernBERT (transformers >= 4.48) projects query, key and value with one fused Linear.
     "modernbert": ["Wqkv"],
