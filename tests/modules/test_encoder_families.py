@@ -155,8 +155,9 @@ def test_layer_groups_cover_every_encoder_parameter_once(family, family_models, 
     for index, (_, parameters) in enumerate(groups[1:]):
         inside = [name for name, _ in parameters if name.startswith(f"{layer_list}.{index}.")]
         assert inside, f"layer_{index} has none of {layer_list}.{index}'s parameters"
-        # What sits above the layer list (DeBERTa's relative position table, MPNet's position
-        # bias, ModernBERT's final_norm) joins the top group; nothing else lands outside its layer.
+        # What sits above the layer list (DeBERTa's relative position table, ModernBERT's
+        # final_norm) joins the top group (MPNet's position bias, read by every layer, joins the
+        # embeddings); nothing else lands outside its layer.
         others = sorted(set(name for name, _ in parameters) - set(inside))
         assert index == num_layers - 1 or not others, others
 
