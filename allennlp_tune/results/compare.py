@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -95,6 +96,9 @@ DEFAULT_MODES = ("fe", "ft", "sf")
 TRANSFORMER_ONLY_MODES = ("lora",)
 BERT_MODEL_EXT_VAR = "TUNE_BERT_MODEL"
 CUDA_DEVICE_EXT_VAR = "TUNE_CUDA_DEVICE"
+POOLING_EXT_VAR = "TUNE_POOLING"
+# The poolings of the fine-tuning heads (`pooled_classifier`).
+POOLINGS = ("cls", "mean", "max")
 
 
 def shipped_tasks() -> List[str]:
@@ -344,6 +348,52 @@ def resolve_encoder(
     return Encoder(family="bert", label=label, name=name, ext_vars={BERT_MODEL_EXT_VAR: model})
 
 
+def _checkpoint_folder(name: str) -> Optional[Path]:
+    """The folder of a transformers checkpoint: the name itself, or its cached hub snapshot."""
+    if os.path.isdir(name):
+        return Path(name)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # not a hub name: nothing cached to read
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def checkpoint_pooling(encoder: Encoder, ext_vars: Dict[str, str]) -> Dict[str, str]:
+    """
+    `{"TUNE_POOLING": "mean"}` when the encoder is a sentence-transformers checkpoint that
+    declares a pooling the fine-tuning heads have (`modules.json` and its Pooling module's
+    `config.json`: all-MiniLM-L6-v2 and all-mpnet-base-v2 were trained with mean pooling), so
+    the tuned arms pool as the encoder was trained; says so in one line. An explicit
+    `--ext-var TUNE_POOLING` wins; a plain transformers folder keeps the configs' `cls`.
+    """
+    from allennlp_tune.data.fetch import sentence_transformers_pooling
+
+    if encoder.family != "bert" or ext_vars.get(POOLING_EXT_VAR):
+        return {}
+    folder = _checkpoint_folder(encoder.name)
+    pooling = sentence_transformers_pooling(folder) if folder is not None else None
+    if pooling is None:
+        return {}
+    if pooling not in POOLINGS:
+        print(
+            f"tune-compare: {encoder.name} declares {pooling} pooling, which the heads lack "
+            f"({', '.join(POOLINGS)}); they pool with cls unless --ext-var {POOLING_EXT_VAR} "
+            "says otherwise.",
+            file=sys.stderr,
+        )
+        return {}
+    print(
+        f"tune-compare: {encoder.name} declares {pooling} pooling (sentence-transformers "
+        f"modules.json): the fine-tuning heads pool with {pooling} (--ext-var "
+        f"{POOLING_EXT_VAR}=cls overrides).",
+        file=sys.stderr,
+    )
+    return {POOLING_EXT_VAR: pooling}
+
+
 def _jsonnet_patch(patch: Dict[str, Any]) -> str:
     """`{"train": ..., "reader"+: {...}}`, a field a line: readers are merged, not replaced."""
     fields = [
@@ -457,6 +507,7 @@ def run_compare(
     chosen = resolve_encoder(encoder, encoder_label, ext_vars)
     check_modes(modes, chosen)
     ext_vars.update(chosen.ext_vars)
+    ext_vars.update(checkpoint_pooling(chosen, ext_vars))
     task = load_task(task_spec, ext_vars)
     results_dir = Path(results_dir)
     check_results_dir(results_dir)

@@ -385,3 +385,25 @@ def test_tune_compare_bitfit_and_lora(tmp_path, monkeypatch, capsys):
     # The scores table: one row, the two modes' cells scored.
     row = [line for line in printed.out.splitlines() if line.startswith("| reviews | accuracy |")]
     assert len(row) == 1 and row[0].count("(n=1)") == 2, printed.out
+
+
+def test_a_sentence_transformers_checkpoint_pools_as_it_declares(tmp_path, monkeypatch, capsys):
+    """The tuned arms pool as the checkpoint was trained (its modules.json), said in one line;
+    --ext-var TUNE_POOLING wins, and a plain transformers folder keeps cls."""
+    import allennlp_tune.results.compare as compare
+
+    given = []
+    monkeypatch.setattr(
+        compare, "run_grid", lambda configs, seeds, d, ext_vars, **_: given.append(ext_vars)
+    )
+    task = write_reviews(tmp_path / "task")
+    sentence = FIXTURE_MODELS_DIR / "mpnet-sentence"
+    run_compare(str(task), str(sentence), ["ft"], [1], tmp_path / "a", progress=False)
+    assert given[-1]["TUNE_POOLING"] == "mean"
+    assert "declares mean pooling (sentence-transformers modules.json)" in capsys.readouterr().err
+    run_compare(
+        str(task), str(sentence), ["ft"], [1], tmp_path / "b", ext_vars={"TUNE_POOLING": "cls"}
+    )
+    assert given[-1]["TUNE_POOLING"] == "cls" and "declares" not in capsys.readouterr().err
+    run_compare(str(task), str(BERT), ["ft"], [1], tmp_path / "c", progress=False)
+    assert "TUNE_POOLING" not in given[-1]
