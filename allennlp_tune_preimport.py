@@ -1,7 +1,8 @@
 """The part of allennlp-tune's compatibility fixes that must act before AllenNLP imports
-`transformers` and `huggingface_hub` (see `allennlp_tune/compat.py`, fixes 5 to 9), and the
+`transformers` and `huggingface_hub` (see `allennlp_tune/compat.py`, fixes 5 to 9), the
 `allennlp` command line's short errors (fix 11), which must see the command line before
-AllenNLP parses it.
+AllenNLP parses it, and what acts on AllenNLP's own modules as they load: the installed plugin's
+discovery (12), a start without warnings or INFO lines (13) and a lazy torchvision (14).
 
 Loaded by the one line of `allennlp_tune.pth`, which pip puts in site-packages with the package
 (editable or not), so it runs at every interpreter start in that environment: `allennlp ...`,
@@ -377,8 +378,262 @@ def install_cli_excepthook() -> bool:
 
 def _after_allennlp_commands(module) -> None:
     """Fix 11 as soon as the `allennlp` command imports its commands, before it parses the
-    command line (it imports plugins only after that, for its own subcommands)."""
+    command line (it imports plugins only after that, for its own subcommands), and fixes 12
+    and 13 for the command line: `parse_args` imports the plugin for its subcommands, with
+    AllenNLP's plugin INFO lines held back."""
     install_cli_excepthook()
+    _patch_parse_args(module)
+
+
+# ---- 12. an installed plugin is a discovered plugin ---------------------------------------------
+
+PLUGIN = "allennlp_tune"
+_PLUGINS_LOGGER = "allennlp.common.plugins"
+
+
+def _plugin_installed() -> bool:
+    """Whether `allennlp_tune` can be imported here (the hook module may be on a PYTHONPATH
+    without its package)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(PLUGIN) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _patch_plugins(plugins) -> None:
+    """AllenNLP imports as plugins its own DEFAULT_PLUGINS (allennlp_models and two others)
+    and the modules listed in `.allennlp_plugins` (in the working folder) or
+    `~/.allennlp/plugins`; an installed package is found in no other way, so from a user's own
+    folder `allennlp tune-compare` was an "invalid choice" and a config's plugin components
+    unknown. We wrap `discover_plugins` (which `import_plugins` calls) so that it also yields
+    `allennlp_tune`, after the files' modules and only if they did not name it: importing it
+    again is a no-op, so the files keep working as before."""
+    original = getattr(plugins, "discover_plugins", None)
+    if original is None or getattr(original, "_allennlp_tune_shim", False):
+        return
+
+    def discover_plugins():
+        found = set()
+        for name in original():
+            found.add(name)
+            yield name
+        if PLUGIN not in found and _plugin_installed():
+            yield PLUGIN
+
+    discover_plugins.__doc__ = original.__doc__
+    discover_plugins._allennlp_tune_shim = True
+    plugins.discover_plugins = discover_plugins
+
+
+def _import_plugin_for(argv: "list[str]") -> None:
+    """Imports `allennlp_tune`, which registers its subcommands, when the command line names
+    no subcommand that AllenNLP has registered (`allennlp tune-report ...`). AllenNLP then
+    finds the subcommand in its first pass and skips `import_plugins` before parsing: that
+    call imports every module of AllenNLP and of allennlp-models (torchvision and the vision
+    models with them), which `--help` does not need. A command that runs still gets
+    `import_plugins` after parsing, as every subcommand with `requires_plugins` does. AllenNLP's
+    own subcommands and `allennlp --help` go AllenNLP's way, unchanged."""
+    if not argv or argv == ["--help"]:
+        return
+    subcommand = getattr(sys.modules.get("allennlp.commands"), "Subcommand", None)
+    try:
+        if argv[0] in subcommand.list_available():
+            return
+    except Exception:  # an AllenNLP without `Subcommand.list_available`: leave it to AllenNLP
+        return
+    if PLUGIN in sys.modules or not _plugin_installed():
+        return
+    import importlib
+    import logging
+
+    importlib.import_module(PLUGIN)
+    logging.getLogger(_PLUGINS_LOGGER).info(
+        "Plugin %s available (imported for its subcommands)", PLUGIN
+    )
+
+
+# ---- 13. a quiet start: no warning and no INFO line before the command runs -------------------
+
+
+class _QuietPluginsLog:
+    """While `allennlp` parses its command line (and, for a subcommand that needs them,
+    imports the plugins), the `allennlp.common.plugins` logger is at WARNING: its `Plugin
+    allennlp_models available` lines come at INFO on every command, before anything the user
+    asked for. A plugin that fails to load is still reported (at ERROR), the level is restored
+    before the command runs, and `-v` / ALLENNLP_TUNE_VERBOSE=1 leave it alone."""
+
+    def __enter__(self):
+        import logging
+
+        self._logger = logging.getLogger(_PLUGINS_LOGGER)
+        self._level = self._logger.level
+        if not verbose_requested():
+            self._logger.setLevel(max(self._level, logging.WARNING))
+        return self
+
+    def __exit__(self, *exc_info):
+        self._logger.setLevel(self._level)
+        return False
+
+
+def _patch_parse_args(commands) -> None:
+    """Wraps `allennlp.commands.parse_args`, which `main` calls: fixes 12 (the plugin's
+    subcommands without `import_plugins`) and 13 (AllenNLP's plugin lines held back)."""
+    original = getattr(commands, "parse_args", None)
+    if original is None or getattr(original, "_allennlp_tune_shim", False):
+        return
+
+    def parse_args(*args, **kwargs):
+        with _QuietPluginsLog():
+            _import_plugin_for(sys.argv[1:])
+            return original(*args, **kwargs)
+
+    parse_args.__doc__ = original.__doc__
+    parse_args._allennlp_tune_shim = True
+    commands.parse_args = parse_args
+
+
+class _QuietPkgResources:
+    """allennlp-models imports py-rouge, whose `rouge/rouge.py` does `import pkg_resources`;
+    recent setuptools warns (a UserWarning) that `pkg_resources` is deprecated, so every
+    `allennlp` command began with that warning, which no user of the plugin can act on. Just
+    before that module runs, we add a filter that ignores that one warning when it is
+    attributed to that module (not with `-v` / ALLENNLP_TUNE_VERBOSE=1)."""
+
+    def __enter__(self):
+        if not verbose_requested():
+            import warnings
+
+            warnings.filterwarnings(
+                "ignore",
+                message="pkg_resources is deprecated as an API",
+                category=UserWarning,
+                module=r"rouge\.rouge$",
+            )
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+# ---- 14. a quick start: torchvision only when something uses it --------------------------------
+
+
+# The lazy modules whose code has run (or is running).
+_lazy_loaded = set()
+
+
+class _LazyModule(type(sys)):
+    """A module whose code runs on the first access to an attribute it does not have yet.
+
+    `importlib.util.LazyLoader` would not do here: its module loads on *any* attribute access,
+    and the next `import torchvision` statement anywhere reads `__spec__`, so it would load
+    at once. This one keeps the attributes that the import system reads (`__name__`,
+    `__spec__`, `__loader__`, `__package__`, `__file__`) and leaves out `__path__`, so that
+    importing a submodule (`import torchvision.ops`) first runs the package's own code, as a
+    normal import does (when that code imports the submodule itself, `_loaded_submodule_spec`
+    keeps the import from running it again). After that it is a plain module, the same
+    object."""
+
+    def __getattr__(self, name: str):
+        _load_lazy_module(self)
+        return getattr(self, name)
+
+    def __dir__(self):
+        _load_lazy_module(self)
+        return dir(self)
+
+
+def _load_lazy_module(module) -> None:
+    """Runs a `_LazyModule`'s code in it, once; a failure takes it out of `sys.modules` (as a
+    failed import does) and is raised."""
+    if type(module) is not _LazyModule:
+        return
+    spec = module.__spec__
+    _lazy_loaded.add(spec.name)
+    module.__class__ = type(sys)
+    if spec.submodule_search_locations is not None:
+        module.__path__ = spec.submodule_search_locations
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        if sys.modules.get(spec.name) is module:
+            del sys.modules[spec.name]
+        raise
+
+
+class _AlreadyLoaded:
+    """The loader of a module that is in `sys.modules` already: gives that module, runs
+    nothing, and puts back the module's own `__spec__` (which the import system replaces by the
+    spec it loads with)."""
+
+    def __init__(self, module):
+        self._module = module
+        self._spec = getattr(module, "__spec__", None)
+
+    def create_module(self, spec):
+        return self._module
+
+    def exec_module(self, module) -> None:
+        if self._spec is not None:
+            module.__spec__ = self._spec
+
+
+def _loaded_submodule_spec(name: str, target):
+    """`import torchvision.ops`, with a lazy torchvision: the import system reads the
+    package's `__path__`, which runs the package's code, which imports `torchvision.ops`
+    itself; the import system then looks for `torchvision.ops` all the same and would run it a
+    second time, in a new module object. For such a submodule, already in `sys.modules` when
+    the finders are asked (which happens only in that case and for a reload, which passes its
+    `target`), we give a spec that loads that very module."""
+    if target is not None or "." not in name or name.partition(".")[0] not in _lazy_loaded:
+        return None
+    module = sys.modules.get(name)
+    if module is None:
+        return None
+    import importlib.machinery
+
+    return importlib.machinery.ModuleSpec(name, _AlreadyLoaded(module))
+
+
+def install_lazy_module(name: str) -> bool:
+    """Puts a `_LazyModule` for the top-level module `name` in `sys.modules`, unless it is
+    imported already or cannot be found. Returns whether it did."""
+    if name in sys.modules:
+        return False
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return False
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.pop("__path__", None)
+    module.__class__ = _LazyModule
+    sys.modules[name] = module
+    return True
+
+
+class _LazyTorchvision:
+    """`allennlp.data.image_loader` (imported by `allennlp.data`, hence by every `allennlp`
+    command) does `import torchvision` at import and uses it only when an image is loaded.
+    Importing torchvision imports its models and ops, and with them `torch._dynamo`: about a
+    third of `import allennlp.commands`, for image models that a text command never builds.
+    While that module is imported, if torchvision is not imported yet, we put a lazy
+    torchvision in `sys.modules` (`_LazyModule`): `torchvision.io.read_image` there, `import
+    torchvision.ops` or `from torchvision import ...` anywhere later run torchvision's code
+    then, in the same module object, and get the real thing."""
+
+    def __enter__(self):
+        install_lazy_module("torchvision")
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
 
 
 # ---- the hook ---------------------------------------------------------------------------------
@@ -391,12 +646,17 @@ _HOOKS = {
     "allennlp.common.cached_transformers": (None, _patch_cached_transformers),
     "allennlp_models.rc.tools.narrativeqa": (_QuietNltkDownload, None),
     "allennlp.commands": (None, _after_allennlp_commands),
+    "allennlp.common.plugins": (None, _patch_plugins),
+    "rouge.rouge": (_QuietPkgResources, None),
+    "allennlp.data.image_loader": (_LazyTorchvision, None),
 }
 
 
 class _PreImportFinder:
     """A meta-path finder that finds nothing itself: for the modules in `_HOOKS`, it asks the
-    other finders for the spec and wraps its loader's `exec_module` with the fix."""
+    other finders for the spec and wraps its loader's `exec_module` with the fix (and, for a
+    lazy module's submodule that its package's code has just imported, gives that module:
+    `_loaded_submodule_spec`)."""
 
     _allennlp_tune_preimport = True
 
@@ -405,7 +665,7 @@ class _PreImportFinder:
 
     def find_spec(self, name, path=None, target=None):
         if name not in self._pending:
-            return None
+            return _loaded_submodule_spec(name, target) if _lazy_loaded else None
         around, after = self._pending.pop(name)
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):

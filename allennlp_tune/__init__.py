@@ -1,11 +1,12 @@
 # ruff: noqa: I001
 """allennlp-tune: freeze or fine-tune a pretrained encoder with one config switch.
 
-Importing this package (``--include-package allennlp_tune`` or the ``.allennlp_plugins`` file)
-applies the compatibility fixes for the modern stack and registers every component: readers,
-token embedders, pair and seq2vec encoders, models, predictors, optimizers, trainer callbacks
-and the ``allennlp`` subcommands (probe, mi, tune-report, tune-grid, tune-compare,
-tune-search).
+Importing this package applies the compatibility fixes for the modern stack and registers
+every component: readers, token embedders, pair and seq2vec encoders, models, predictors,
+optimizers, trainer callbacks and the ``allennlp`` subcommands (probe, mi, tune-report,
+tune-grid, tune-compare, tune-search, tune-data, tune-export). Installed, it is one of the
+plugins ``allennlp`` imports from any folder (the start-up hook, ``allennlp_tune/compat.py``
+fix 12); ``--include-package allennlp_tune`` and the ``.allennlp_plugins`` files still work.
 """
 
 # The compatibility fixes come first: they replace registrations that components rely on.

@@ -91,6 +91,27 @@ can still be done then.
    <message>`, and exits with status 2, as the plugin's own subcommands do; `-v` / `--verbose`
    or ALLENNLP_TUNE_VERBOSE=1 show the traceback too. Other exceptions keep their traceback,
    and importing the plugin in a Python program leaves `sys.excepthook` alone.
+12. AllenNLP finds a plugin only through a `.allennlp_plugins` file in the working folder or
+   `~/.allennlp/plugins`, so from any other folder `allennlp tune-compare` was an "invalid
+   choice" and a config naming the plugin's components failed. The installed plugin is now
+   always among the discovered plugins (`discover_plugins` also yields `allennlp_tune`), and
+   a command line whose subcommand AllenNLP does not know imports the plugin first, so its
+   subcommands are found without `import_plugins`, which imports every module of AllenNLP and
+   allennlp-models (`--help` needs none of them). The plugin files keep working.
+13. Every command began with py-rouge's `pkg_resources` deprecation warning and INFO lines
+   (`Plugin allennlp_models available`, this module's own re-registration of
+   `reduce_on_plateau`). We ignore that one warning where py-rouge imports `pkg_resources`,
+   replace the registration in AllenNLP's registry without its overwrite message, and hold the
+   `allennlp.common.plugins` logger at WARNING while the command line is parsed and the plugins
+   imported; `-v` / ALLENNLP_TUNE_VERBOSE=1 show them. AllenNLP's training log is untouched.
+14. `allennlp.data.image_loader`, imported by every command, imports torchvision, whose models
+   and ops import `torch._dynamo`: about a third of `import allennlp.commands`. It gets a lazy
+   torchvision, which runs torchvision's code (in the same module object) on first use.
+
+Fixes 12-14 act from the start-up hook too (`allennlp.commands`, `allennlp.common.plugins`,
+py-rouge's `rouge.rouge` and `allennlp.data.image_loader`); they are tested in
+`tests/commands/test_discovery.py` (12), `tests/test_startup_noise.py` (13) and
+`tests/test_lazy_imports.py` (14); `bench/bench_startup.py` measures the start-up time.
 """
 
 import contextlib
@@ -121,6 +142,7 @@ allennlp_tune_preimport.apply_to_loaded()
 allennlp_tune_preimport.install_cli_excepthook()
 
 from allennlp.common.checks import ConfigurationError  # noqa: E402
+from allennlp.common.registrable import Registrable  # noqa: E402
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler  # noqa: E402
 from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (  # noqa: E402
     _PyTorchLearningRateSchedulerWithMetricsWrapper,
@@ -129,7 +151,6 @@ from allennlp.training.learning_rate_schedulers.pytorch_lr_schedulers import (  
 logger = logging.getLogger(__name__)
 
 
-@LearningRateScheduler.register("reduce_on_plateau", exist_ok=True)
 class ReduceOnPlateauLearningRateScheduler(_PyTorchLearningRateSchedulerWithMetricsWrapper):
     """
     AllenNLP's `reduce_on_plateau` scheduler, without the `verbose` argument that torch 2.x's
@@ -174,6 +195,15 @@ class ReduceOnPlateauLearningRateScheduler(_PyTorchLearningRateSchedulerWithMetr
         after = [group["lr"] for group in self.lr_scheduler.optimizer.param_groups]
         if self._verbose and before != after:
             logger.info("reduce_on_plateau: learning rates %s -> %s", before, after)
+
+
+# Replaces AllenNLP's class under its name in the registry itself: `register(name,
+# exist_ok=True)` would do the same but log "reduce_on_plateau has already been registered ...
+# overwriting" at INFO at the start of every command.
+Registrable._registry[LearningRateScheduler]["reduce_on_plateau"] = (
+    ReduceOnPlateauLearningRateScheduler,
+    None,
+)
 
 
 def _get_spacy_model_offline(

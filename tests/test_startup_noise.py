@@ -7,6 +7,11 @@ so `allennlp_tune`'s import runs only after the lines are printed, and `nltk.dow
 errors even with `quiet=True`. Fix 9 of allennlp_tune/compat.py therefore acts from the
 start-up hook (allennlp_tune.pth, `allennlp_tune_preimport`): during that module's import,
 `nltk.download` is quiet and a failed download is logged once, at DEBUG, with its reason.
+
+And the rest of what every command printed before it started (fix 13): py-rouge's
+`pkg_resources` deprecation warning, AllenNLP's `Plugin ... available` INFO lines and the
+plugin's own re-registration of `reduce_on_plateau`; `-v` / ALLENNLP_TUNE_VERBOSE=1 bring back
+AllenNLP's lines.
 """
 
 import logging
@@ -111,3 +116,51 @@ def test_an_online_download_still_happens_and_a_failed_one_is_logged(monkeypatch
     [record] = [r for r in caplog.records if "nltk data" in r.getMessage()]
     assert record.levelno == logging.DEBUG
     assert "'punkt'" in record.getMessage() and "urlopen error offline" in record.getMessage()
+
+
+# ---- a quiet start (allennlp_tune/compat.py, fix 13) -------------------------------------------
+
+
+def allennlp_command(*args: str, tmp_path: Path, **environment: str) -> subprocess.CompletedProcess:
+    """The venv's `allennlp` console script from an empty folder, with an empty HOME: no
+    plugins file anywhere, as for a user who installed the plugin."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ALLENNLP_TUNE_VERBOSE")}
+    env.update(HOME=str(tmp_path), HF_HUB_OFFLINE="1", **environment)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("allennlp")), *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def noise(stderr: str) -> list:
+    """The warnings and INFO lines in a command's stderr."""
+    return [line for line in stderr.splitlines() if "Warning" in line or " - INFO - " in line]
+
+
+@pytest.mark.parametrize("command", ["tune-report", "tune-compare"])
+def test_the_help_of_the_plugins_commands_prints_no_warning_and_no_info_line(command, tmp_path):
+    result = allennlp_command(command, "--help", tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith(f"usage: allennlp {command}")
+    assert noise(result.stderr) == []
+
+
+def test_a_start_that_imports_every_plugin_is_quiet_unless_verbose(tmp_path):
+    # `allennlp --help` imports AllenNLP's plugins (allennlp-models, whose py-rouge imports
+    # pkg_resources) and this one, as every command that runs does before it starts.
+    quiet = allennlp_command("--help", tmp_path=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert noise(quiet.stderr) == []
+    verbose = allennlp_command("--help", tmp_path=tmp_path, ALLENNLP_TUNE_VERBOSE="1")
+    assert verbose.returncode == 0, verbose.stderr[-3000:]
+    lines = noise(verbose.stderr)
+    assert any(line.endswith("Plugin allennlp_models available") for line in lines), lines
+    assert any(line.endswith("Plugin allennlp_tune available") for line in lines), lines
+    # The plugin's own replacement of `reduce_on_plateau` logs nothing, verbose or not.
+    assert not any("reduce_on_plateau" in line for line in lines), lines
