@@ -21,6 +21,7 @@ import socket
 import sys
 import threading
 import time
+from importlib import import_module
 from pathlib import Path
 from typing import Any, Dict, Iterator, Tuple
 
@@ -281,11 +282,25 @@ def closed_port() -> str:
         return f"http://127.0.0.1:{probe.getsockname()[1]}"
 
 
-def test_an_encoder_not_cached_fails_fast_when_the_hub_lacks_it_or_is_out_of_reach(
-    parser, capsys, tmp_path, monkeypatch
-):
+@pytest.fixture
+def hub_online(monkeypatch) -> Iterator[None]:
+    """The Hub client online in this process: tests/conftest.py sets HF_HUB_OFFLINE=1 before
+    huggingface_hub is imported, which reads it once, into its constants and HTTP sessions."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False, raising=False)
+    reset = getattr(import_module("huggingface_hub.utils"), "reset_sessions", lambda: None)
+    reset()
+    yield
+    monkeypatch.undo()
+    reset()
+
+
+def test_an_encoder_not_cached_fails_fast_when_the_hub_lacks_it_or_is_out_of_reach(
+    parser, capsys, tmp_path, monkeypatch, hub_online
+):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     task = write_task(tmp_path / "task")
     name = "some-org/not-installed"
