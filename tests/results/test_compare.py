@@ -297,16 +297,17 @@ def assert_stale_runs_are_refused(monkeypatch, capsys, argv, tmp_path: Path, enc
     assert changed and all("trainer.patience 3 -> 1" in text for text in changed.values())
     assert {name.split("/")[0] for name in changed} == {"reviews_bertuncased_fe"}
     assert archive_times(results) == before  # nothing trained, moved or deleted
-    assert allennlp(monkeypatch, *patience, "--retrain-changed") == 0
-    assert f"{len(changed)} trained ({len(changed)} of them after a change)" in (
-        capsys.readouterr().err
-    )
+    # Retrained for seed 1 only (one training less): exactly its changed run trains again.
+    seed_one = list(patience)
+    seed_one[seed_one.index("--seeds") + 1 : seed_one.index("--seeds") + 3] = ["1"]
+    assert allennlp(monkeypatch, *seed_one, "--retrain-changed") == 0
+    assert "1 trained (1 of them after a change), 2 already complete" in capsys.readouterr().err
     after = archive_times(results)
     retrained = sorted(
         f"{run.parent.name}/{run.name}" for run in after if after[run] != before[run]
     )
-    assert retrained == sorted(changed)
-    for name in changed:
+    assert retrained == ["reviews_bertuncased_fe/seed_1"] and retrained[0] in changed
+    for name in retrained:
         [aside] = (results / name).parent.glob(f"{Path(name).name}.changed-*")
         assert (aside / "model.tar.gz").is_file()  # moved aside whole, nothing deleted
 
