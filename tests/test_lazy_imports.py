@@ -106,7 +106,12 @@ except SystemExit as exit:
     assert exit.code in (0, None), exit.code
 heavy = [m for m in ("torchvision.models", "torchvision.ops", "torch._dynamo") if m in sys.modules]
 print("after --help:", heavy, type(sys.modules["torchvision"]).__name__, file=sys.stderr)
-assert heavy == [], heavy
+import transformers
+# With transformers 5 (the modern lock) torchvision is loaded through transformers while
+# AllenNLP starts, before AllenNLP's image loader asks for it (seen in CI's modern lane): the
+# lazy module saves nothing there. It does on transformers 4 (the lock and the stock lane).
+if int(transformers.__version__.split(".")[0]) < 5:
+    assert heavy == [], heavy
 
 import allennlp.data.image_loader as image_loader
 import torchvision.ops  # the first use: runs torchvision's code, which imports torchvision.ops
