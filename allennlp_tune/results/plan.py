@@ -114,6 +114,32 @@ from allennlp_tune.results.runs import (
 
 logger = logging.getLogger(__name__)
 
+# The loggers that say, at INFO, each parameter of a reader built from a config and the label
+# set a reader reads: quiet (WARNING) while tune-grid / tune-compare build readers before
+# training (the planner, tune-compare's label count), so the command starts without INFO lines.
+QUIET_READER_LOGGERS = ("allennlp.common.params", "allennlp_tune.data.dataset_readers")
+
+
+class quiet_loggers:
+    """Within the block, the named loggers let only WARNING and above through; their levels are
+    restored after it. Reusable, not reentrant."""
+
+    def __init__(self, *names: str):
+        self._loggers = [logging.getLogger(name) for name in names]
+        self._levels: List[int] = []
+
+    def __enter__(self):
+        self._levels = [found.level for found in self._loggers]
+        for found in self._loggers:
+            found.setLevel(max(found.level, logging.WARNING))
+        return self
+
+    def __exit__(self, *exc_info):
+        for found, level in zip(self._loggers, self._levels):
+            found.setLevel(level)
+        return False
+
+
 SEED_EXT_VAR = "TUNE_SEED"
 TRANSFORMER_EMBEDDERS = (
     "tune_transformer",
@@ -309,13 +335,11 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
     from allennlp.data import DatasetReader
     from allennlp.data.fields import ListField, TextField
 
-    params_logger = logging.getLogger("allennlp.common.params")
-    level = params_logger.level
-    params_logger.setLevel(logging.WARNING)  # not a line per reader parameter
-    try:
+    # Quiet: not a line per reader parameter, nor the reader's own INFO lines (the label set),
+    # before the command has trained anything; the runs' logs have them.
+    quiet = quiet_loggers(*QUIET_READER_LOGGERS)
+    with quiet:
         reader = DatasetReader.from_params(Params(json.loads(json.dumps(reader_config))))
-    finally:
-        params_logger.setLevel(level)
     count = DataCount()
     started = time.monotonic()
 
@@ -329,11 +353,12 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
             for inner in value.field_list:
                 visit(inner)
 
-    for instance in reader.read(data_path):
-        reader.apply_token_indexers(instance)
-        count.instances += 1
-        for value in instance.fields.values():
-            visit(value)
+    with quiet:
+        for instance in reader.read(data_path):
+            reader.apply_token_indexers(instance)
+            count.instances += 1
+            for value in instance.fields.values():
+                visit(value)
     count.seconds = time.monotonic() - started
     return count
 
