@@ -173,10 +173,12 @@ def _print_report(dirs, args: argparse.Namespace) -> None:
         report_from_dirs,
     )
 
-    # tune-report's --bootstrap / --no-intervals; tune-grid and tune-compare use the defaults.
+    # tune-report's --bootstrap / --no-intervals / --margin; tune-grid, tune-compare: defaults.
     options = {"intervals": not getattr(args, "no_intervals", False)}
     if getattr(args, "bootstrap", None) is not None:
         options["replicates"] = args.bootstrap
+    if getattr(args, "margin", None) is not None:
+        options["margin"] = args.margin
     report = report_from_dirs(dirs, split=args.split, **options)
     print(render_markdown(report), end="")
     probe_dirs = dict(getattr(args, "probe_dir", None) or []) or None
@@ -220,6 +222,13 @@ def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse
         action="store_true",
         help="no paired bootstrap: no verdict column, Δ marked by the old one-point rule",
     )
+    subparser.add_argument(
+        "--margin",
+        type=_positive_float,
+        default=None,
+        metavar="M",
+        help="a tie whose 95%% interval lies inside (-M, +M) points reads 'equivalent within M'",
+    )
     subparser.set_defaults(func=report_main)
     return subparser
 
@@ -231,6 +240,16 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of points, not {text!r}")
     return value
 
 
