@@ -195,6 +195,27 @@ def test_false_verdict_rate_at_zero_holds_alpha_and_naive_looks_do_not():
     assert abs((codes == 1).mean() - (codes == -1).mean()) < 3 * tolerance(ALPHA / 2, comparisons)
 
 
+def test_false_verdict_rate_when_the_seeds_dominate():
+    """Seed shifts of 2.5 points on 500 examples: the t quantile on few seeds carries the rate."""
+    comparisons = 2000
+    rng = np.random.default_rng(9)
+    parts = [
+        look_statistics(simulate(rng, 500, 0.0, n=500, seed_sd=2.5, rho=0.5), PLAN.looks)
+        for _ in range(comparisons // 500)
+    ]
+    looks = [
+        tuple(np.concatenate([p[k][j] for p in parts]) for j in range(5)) + (PLAN.looks[k],)
+        for k in range(len(PLAN.looks))
+    ]
+    codes, _ = run_looks(looks, PLAN.boundaries())
+    rate = float(np.isin(codes, (1, -1)).mean())
+    naive_codes, _ = run_looks(looks, [stats.norm.isf(ALPHA / 2)] * len(PLAN.looks))
+    naive = float(np.isin(naive_codes, (1, -1)).mean())
+    REPORT["delta=0, seed-dominated"] = dict(n=comparisons, false_rate=rate, naive_rate=naive)
+    assert rate <= ALPHA + tolerance(ALPHA, comparisons), REPORT["delta=0, seed-dominated"]
+    assert naive > ALPHA + tolerance(ALPHA, comparisons)
+
+
 @pytest.mark.parametrize("delta, floor", [(LARGE, 0.95), (SMALL, ALPHA)])
 def test_power_and_seeds_used(delta, floor):
     comparisons = 1000
