@@ -104,8 +104,10 @@ for stage in "$@"; do
       TORCH_LOGS="graph_breaks,recompiles,perf_hints" timeout "${SPEED_TIMEOUT:-450}" python3 \
         bench/bench_gpu.py --model "$PWD/.devenv/minilm" --data /tmp/data --out "$OUT/speed.jsonl" \
         --device "${GPU_INDEX:-0}" --deadline "${SPEED_DEADLINE:-330}" ${SPEED_ARGS:-} \
-        2>"$OUT/speed.log" | cut -c1-400
-      grep -E "Traceback|Error" "$OUT/speed.log" | sort | uniq -c | sort -rn | head -8
+        >"$OUT/speed.out" 2>"$OUT/speed.log"
+      python3 bench/bench_gpu.py --summarise "$OUT/speed.jsonl"
+      grep -hE "^[A-Za-z]*(Error|Exception)|compile failed|skipping cudagraphs|Recompiling" \
+        "$OUT/speed.log" "$OUT/speed.out" | cut -c1-300 | sort | uniq -c | sort -rn | head -12
       ;;
     peft)
       # shellcheck source=../peft_recipes.sh
