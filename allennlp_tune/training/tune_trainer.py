@@ -8,6 +8,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training import GradientDescentTrainer, Trainer
 
 from allennlp_tune.training.layer_groups import providers_in
+from allennlp_tune.training.metrics.task_metrics import keep_metrics_eager
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class TuneGradientDescentTrainer(GradientDescentTrainer):
     - `compile`: `torch.compile` options for the model, e.g. `{"mode": "reduce-overhead"}`,
       which captures each input shape's step as CUDA graphs and replays them (pair it with the
       `static_shapes` collator, so that there are few shapes, and `tune_adamw` with `fused`).
+      The metric updates stay outside the compiled graphs (`keep_metrics_eager`).
       The compiled model is called in place of the model; `self.model` (and so checkpoints and
       archives) is unchanged. When the trainable layer groups change (`gradual_unfreezing`,
       `stack_then_finetune`: the groups come from the embedders' `trainable_groups()`), the
@@ -114,6 +116,7 @@ class TuneGradientDescentTrainer(GradientDescentTrainer):
                 device,
             )
             return
+        keep_metrics_eager()
         self._compile_options = dict(compile)
         # Found once: walking the modules on every batch would cost the host time saved.
         self._providers = [

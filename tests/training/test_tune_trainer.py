@@ -5,6 +5,8 @@ captured per input shape and again when the trainable layer groups change.
 """
 
 import logging
+import subprocess
+import sys
 from typing import Dict, List
 
 import pytest
@@ -209,3 +211,35 @@ def test_a_failing_compilation_falls_back_to_eager_with_the_reason(tmp_path, cap
     assert "torch.compile failed" in caplog.text and "no kernels for this" in caplog.text
     assert trainer._pytorch_model is trainer.model
     assert outputs["loss"].requires_grad
+
+
+def test_metric_updates_stay_out_of_the_compiled_graphs(tmp_path):
+    # Under CUDA-graph replay a metric's state tensor updated inside the graph is overwritten by
+    # the next replay (seen on an H200: every reduce-overhead run failed at its second step).
+    operations = []
+
+    def recording_backend(graph_module, example_inputs):
+        operations.extend(str(node.target) for node in graph_module.graph.nodes)
+        return graph_module.forward
+
+    torch.compiler.reset()
+    trainer = build(tmp_path, "metrics", type="tune_gradient_descent")
+    trainer.configure_speed(compile={"backend": recording_backend, "dynamic": False})
+    batch = {"features": torch.randn(8, 4), "label": torch.tensor([0, 1] * 4)}
+    trainer.batch_outputs(batch, for_training=True)["loss"].backward()
+    assert any("linear" in operation for operation in operations)  # the model was compiled
+    assert not any("scatter_add" in operation for operation in operations), operations
+    # ... and the metric still counted the batch, eagerly.
+    assert trainer.model.get_metrics()["accuracy"] in {index / 8 for index in range(9)}
+    assert sum(map(sum, trainer.model._metrics._confusion.confusion_matrix())) == 8
+
+
+def test_importing_the_metrics_does_not_import_dynamo():
+    # torch._dynamo costs seconds of start-up; only a compiling trainer needs it.
+    code = (
+        "import sys, allennlp_tune.training.metrics.task_metrics, allennlp_tune.training."
+        "tune_trainer; print('torch._dynamo' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

@@ -23,7 +23,6 @@ from allennlp.training.metrics.metric import Metric
 
 from allennlp_tune.training.metrics.matthews_correlation import (
     MatthewsCorrelation,
-    eager_only,
     matthews_correlation,
 )
 
@@ -79,7 +78,6 @@ class ClassificationMetrics(Metric):
                 )
             self._positive_index = labels[positive_label]
 
-    @eager_only
     def __call__(
         self,
         logits: torch.Tensor,
@@ -149,7 +147,6 @@ class RegressionMetrics(Metric):
         self._squared_error = 0.0
         self._count = 0
 
-    @eager_only
     def __call__(self, scores: torch.Tensor, labels: torch.Tensor, mask=None) -> None:
         scores = scores.detach().float().view(-1)
         labels = labels.detach().float().view(-1)
@@ -184,3 +181,22 @@ class RegressionMetrics(Metric):
         self._spearman.reset()
         self._squared_error = 0.0
         self._count = 0
+
+
+_kept_eager = False
+
+
+def keep_metrics_eager() -> None:
+    """
+    Makes the metric updates run outside compiled graphs from now on (`torch.compiler.disable`
+    on `__call__` of this module's metric classes), once per process. They add to state tensors
+    that persist between steps, which a CUDA-graph replay (`compile: {"mode":
+    "reduce-overhead"}`) would overwrite. `tune_gradient_descent` calls this when it compiles;
+    doing it at import time would import `torch._dynamo` (seconds) in every command.
+    """
+    global _kept_eager
+    if _kept_eager:
+        return
+    for cls in (MatthewsCorrelation, ClassificationMetrics, RegressionMetrics):
+        cls.__call__ = torch.compiler.disable(cls.__dict__["__call__"])
+    _kept_eager = True
