@@ -103,7 +103,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextI
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.runs import (
+from allennlp_tune.rundir import (
     CONFIG_NAME,
     COST_NAME,
     METRICS_NAME,
@@ -114,7 +114,6 @@ from allennlp_tune.results.runs import (
 
 logger = logging.getLogger(__name__)
 
-SEED_EXT_VAR = "TUNE_SEED"
 TRANSFORMER_EMBEDDERS = (
     "tune_transformer",
     "tune_transformer_mismatched",
@@ -413,8 +412,6 @@ def render_config(
     """The config as the grid's child renders it (environment + ext vars, overrides)."""
     from allennlp.common import Params
 
-    import allennlp_tune  # noqa: F401  (sets the config defaults of unset ext vars)
-
     variables = {**os.environ, **(ext_vars or {})}
     params = Params.from_file(str(config), params_overrides=overrides or "", ext_vars=variables)
     return params.as_dict(quiet=True)
@@ -469,7 +466,7 @@ def plan_cell(
     user's `TUNE_FEATURE_CACHE_DIR`). `rendered`: the config already rendered (else rendered
     here). Never raises for a cell it cannot plan: the reason goes into `notes`.
     """
-    from allennlp_tune.modules.token_embedders.feature_cache import (
+    from allennlp_tune.modules.feature_cache import (
         check_budget,
         default_cache_directory,
         estimated_cache_bytes,

@@ -7,7 +7,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.training import GradientDescentTrainer, Trainer
 
-from allennlp_tune.training.layer_groups import providers_in
+from allennlp_tune.modules.layer_groups import providers_in
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, Union
 
-from allennlp_tune.results.runs import ARCHIVE_NAME
+from allennlp_tune.rundir.names import ARCHIVE_NAME
 
 CHECKPOINT_PATTERN = re.compile(r"^(model_state|training_state)_(e\d+_b\d+|epoch_\d+(\.\d+)?)\.th$")
 BEST_WEIGHTS_NAME = "best.th"
