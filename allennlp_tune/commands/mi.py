@@ -14,7 +14,7 @@ permutation of the labels: it should be about 0 and measures the estimator's bia
 scores (STS-B) are binned into `--score-bins` equal-frequency bins first. Writes `mi.json` and
 `mi.png` (bits; layer on x, solid lines for the labels, dashed for the control).
 
-Estimators (`--estimator`, issue 17):
+Estimators (`--estimator`):
 
 - `edge_projected` (default): EDGE on a supervised projection learnt on the other folds
   (`edge_projected_mutual_information`: 10-fold cross-fitted shrinkage LDA log-odds, then

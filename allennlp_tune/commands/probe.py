@@ -14,7 +14,7 @@ is fit on train (`--probe`: logistic for labels, linear for scores, or ridge) an
 (`--metric`: accuracy, MCC for CoLA, Pearson for scores). Writes `probe.json` and `probe.png`
 (layer on x, one line per model) to `--output-dir`.
 
-What the probe says in bits (issue 17), per layer, in the JSON and the printed table:
+What the probe says in bits, per layer, in the JSON and the printed table:
 
 - always, for classifier probes with probabilities (logistic): the probe's dev cross-entropy
   `CE`, the cross-entropy `CE (T)` at a softmax temperature fit by 3-fold cross-validation on

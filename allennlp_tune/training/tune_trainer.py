@@ -22,7 +22,7 @@ TrainableKey = Tuple[Tuple[str, Tuple[int, ...]], ...]
 class TuneGradientDescentTrainer(GradientDescentTrainer):
     """
     AllenNLP's `gradient_descent` trainer (the same loop, checkpoints, `--recover`, callbacks and
-    metrics) with two opt-in speed switches for accelerators (issue #20). Without them it is
+    metrics) with two opt-in speed switches for accelerators. Without them it is
     `gradient_descent`.
 
     - `autocast: "bfloat16"`: forward passes (training and validation) run under
