@@ -518,6 +518,32 @@ class _QuietPkgResources:
         return False
 
 
+class _QuietGoogleVersionSupport:
+    """AllenNLP's `cached_path` imports google-cloud-storage (for `gs://` paths), whose
+    google-api-core checks, at import, the running Python against Google's support calendar and
+    warns (a FutureWarning) when that Python nears or passed its end of support: on the stock
+    AllenNLP stack's Python 3.10, every `allennlp` command began with "You are using a
+    non-supported Python version (3.10.x). Google will not post any further updates to
+    google.api_core ...", which depends on the date and which no user of the plugin can act on.
+    Just before `google.api_core` runs, we ignore the FutureWarnings of its two version-support
+    modules (`_python_version_support`, `_python_package_support`), only those (not with `-v` /
+    ALLENNLP_TUNE_VERBOSE=1)."""
+
+    def __enter__(self):
+        if not verbose_requested():
+            import warnings
+
+            warnings.filterwarnings(
+                "ignore",
+                category=FutureWarning,
+                module=r"google\.api_core\._python_(version|package)_support$",
+            )
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
 # ---- 14. a quick start: torchvision only when something uses it --------------------------------
 
 
@@ -648,6 +674,7 @@ _HOOKS = {
     "allennlp.commands": (None, _after_allennlp_commands),
     "allennlp.common.plugins": (None, _patch_plugins),
     "rouge.rouge": (_QuietPkgResources, None),
+    "google.api_core": (_QuietGoogleVersionSupport, None),
     "allennlp.data.image_loader": (_LazyTorchvision, None),
 }
 

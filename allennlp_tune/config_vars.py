@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Sequence, Set
 
-# name -> what it sets (the README's ext var table is written from the same list).
+# name -> what it sets (the ext var table of docs/GRID.md is written from the same list).
 CONFIG_VARS: Dict[str, str] = {
     "TUNE_DATA_DIR": "the data folder (default ../shared/data beside the repository)",
     "TUNE_BERT_MODEL": "transformers model name or folder (bert-base-uncased; -cased for NER)",

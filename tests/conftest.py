@@ -16,3 +16,13 @@ def real_data() -> Path:
     if path is None or not path.is_dir():
         pytest.skip("real data not found: set TUNE_DATA_DIR or place it at ../shared/data")
     return path
+
+
+def pytest_configure(config):
+    # Here rather than in pyproject.toml, whose every change reinstalls the venvs (Makefile,
+    # .ci/stock_lane.sh).
+    config.addinivalue_line(
+        "markers",
+        "slow: trains and runs several `allennlp` processes (over a minute); -m 'not slow' "
+        "leaves them out",
+    )

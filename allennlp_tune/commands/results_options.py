@@ -193,10 +193,12 @@ def train_and_report(command: str, train, args: argparse.Namespace) -> None:
 def print_report(dirs, args: argparse.Namespace) -> None:
     from allennlp_tune.results.report import render_json, render_markdown, report_from_dirs
 
-    # tune-report's --bootstrap / --no-intervals; tune-grid and tune-compare use the defaults.
+    # tune-report's --bootstrap / --no-intervals / --margin; tune-grid, tune-compare: defaults.
     options = {"intervals": not getattr(args, "no_intervals", False)}
     if getattr(args, "bootstrap", None) is not None:
         options["replicates"] = args.bootstrap
+    if getattr(args, "margin", None) is not None:
+        options["margin"] = args.margin
     report = report_from_dirs(dirs, split=args.split, **options)
     print(render_markdown(report), end="")
     probe_dirs = dict(getattr(args, "probe_dir", None) or []) or None
@@ -221,4 +223,14 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of points, not {text!r}")
     return value

@@ -5,7 +5,8 @@ cost table under each encoder's scores from the runs' `cost.json`, paired verdic
 `allennlp_tune.results.report`.
 
 Options: `--bootstrap N` replicates of the paired bootstrap (default 2000), `--no-intervals` to
-skip it (Δ then keeps the old one-point rule `[ft]` / `[fe]` in every row), `--json FILE`,
+skip it (Δ then keeps the old one-point rule `[ft]` / `[fe]` in every row), `--margin M` (a tie
+whose interval lies inside (-M, +M) points reads `equivalent within M`), `--json FILE`,
 `--html FILE`, `--png FILE` (`--probe-dir TASK=DIR`, repeatable: an `allennlp probe` output drawn
 beside the task's fe mix weights), `--split validation|test` (intervals only for validation: the
 predictions are dev predictions).
@@ -20,12 +21,14 @@ encoder lists every pair, and a row without an interval keeps the old rule in it
 `runs_without_predictions`):
 
 - `paired_test`: the sentence of `describe_test` (how intervals were made), or null when none
-  were computed (`--no-intervals`, `--split test`); `replicates`: the bootstrap's replicates.
+  were computed (`--no-intervals`, `--split test`); `replicates`: the bootstrap's replicates;
+  `margin`: `--margin` (null without it).
 - `rows`: one per encoder and task, with `encoder`, `task`, `metric`, `delta` (ft − fe of the
   means), `delta_favours` ("ft", "fe" or null by the OLD one-point rule, kept for every row),
   `paper`, `paper_delta`, `cells` (per mode: `metric`, `mean`, `std`, `n`, `as_percent`,
   `text`, `mixed_settings`, `repeated_seeds`, `cost`, `runs`), and:
-  - `verdict`: the verdict of ft vs fe ("ft", "fe", "tie"), null without an interval;
+  - `verdict`: the verdict of ft vs fe ("ft", "fe", "tie" or "equivalent within M"), null
+    without an interval;
   - `paired`: a list of `PairedResult.as_dict()`, each with `metric`, `mode_a`, `mode_b`,
     `score_a`, `score_b` (means over seeds on the full dev set, points), `difference`
     (score_a − score_b), `low`, `high` (the interval), `verdict` (mode_a, mode_b or "tie"),
@@ -51,6 +54,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.commands.results_options import (
     add_output_arguments,
     fail,
+    positive_float,
     positive_int,
     print_report,
 )
@@ -80,6 +84,13 @@ def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse
         "--no-intervals",
         action="store_true",
         help="no paired bootstrap: no verdict column, Δ marked by the old one-point rule",
+    )
+    subparser.add_argument(
+        "--margin",
+        type=positive_float,
+        default=None,
+        metavar="M",
+        help="a tie whose 95%% interval lies inside (-M, +M) points reads 'equivalent within M'",
     )
     subparser.set_defaults(func=report_main)
     return subparser

@@ -49,6 +49,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.results.encoder_check import check_encoder_available
 from allennlp_tune.results.grid import GridResult, check_results_dir, run_grid
 from allennlp_tune.results.task_checks import (
@@ -280,8 +281,9 @@ def _label_count(task: Task) -> Optional[Tuple[int, str]]:
     if reader.get("type") == "tune_table":
         labels_file = reader.get("labels_file")
         reader.setdefault("kind", task.kind)
-        built = DatasetReader.from_params(Params(reader))
-        label_set = built.label_set()  # type: ignore[attr-defined]
+        with quiet_loggers(*QUIET_READER_LOGGERS):  # no INFO line per parameter before training
+            built = DatasetReader.from_params(Params(reader))
+            label_set = built.label_set()  # type: ignore[attr-defined]
         if label_set is not None:
             return len(label_set), f"labels_file {labels_file}"
     return None

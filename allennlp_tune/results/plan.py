@@ -103,6 +103,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextI
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.rundir import (
     CONFIG_NAME,
     COST_NAME,
@@ -113,6 +114,7 @@ from allennlp_tune.rundir import (
 )
 
 logger = logging.getLogger(__name__)
+
 
 TRANSFORMER_EMBEDDERS = (
     "tune_transformer",
@@ -308,13 +310,11 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
     from allennlp.data import DatasetReader
     from allennlp.data.fields import ListField, TextField
 
-    params_logger = logging.getLogger("allennlp.common.params")
-    level = params_logger.level
-    params_logger.setLevel(logging.WARNING)  # not a line per reader parameter
-    try:
+    # Quiet: not a line per reader parameter, nor the reader's own INFO lines (the label set),
+    # before the command has trained anything; the runs' logs have them.
+    quiet = quiet_loggers(*QUIET_READER_LOGGERS)
+    with quiet:
         reader = DatasetReader.from_params(Params(json.loads(json.dumps(reader_config))))
-    finally:
-        params_logger.setLevel(level)
     count = DataCount()
     started = time.monotonic()
 
@@ -328,11 +328,12 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
             for inner in value.field_list:
                 visit(inner)
 
-    for instance in reader.read(data_path):
-        reader.apply_token_indexers(instance)
-        count.instances += 1
-        for value in instance.fields.values():
-            visit(value)
+    with quiet:
+        for instance in reader.read(data_path):
+            reader.apply_token_indexers(instance)
+            count.instances += 1
+            for value in instance.fields.values():
+                visit(value)
     count.seconds = time.monotonic() - started
     return count
 

@@ -24,6 +24,8 @@ predictions of different dev sets) keeps the old one-point rule in its Delta cel
 delta > 1, `[fe]` where delta < -1, rounded as displayed (a shown +1.0 is not marked); a row
 with an interval shows Delta unmarked. The notes say which test was used, its replicates, the
 seeds, and why a row or pair has no interval (naming the files of mismatched predictions).
+With a margin (`tune-report --margin M`, points), a tie whose interval lies inside (-M, +M) reads
+`equivalent within M` (two one-sided tests on the same interval).
 
 Known overlap: when a run's encoder folder (a `model_name` of its config that is a folder) has a
 model card whose `datasets:` names a dataset the task is built from, the task is marked `†`
@@ -49,6 +51,7 @@ whose names follow no convention go to a second table. How runs are found and id
 `allennlp_tune.rundir`.
 """
 
+import dataclasses
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -64,6 +67,7 @@ from allennlp_tune.results.overlap import (
 )
 from allennlp_tune.results.paired import (
     DEFAULT_REPLICATES,
+    TIE,
     PairedResult,
     Predictions,
     PredictionsMismatch,
@@ -423,6 +427,8 @@ class Report:
     # bootstrap replicates they used.
     intervals: bool = True
     replicates: int = DEFAULT_REPLICATES
+    # `--margin M`: a tie whose interval lies inside (-M, +M) reads "equivalent within M".
+    margin: Optional[float] = None
 
     @property
     def problems(self) -> List[Run]:
@@ -546,6 +552,14 @@ class Report:
                 f"rule ({FAVOURS_FINE_TUNING}/{FAVOURS_FEATURE_EXTRACTION} where |Δ| > 1, no "
                 "test), which Δ keeps only in rows without an interval."
             )
+            if self.margin is not None:
+                lines.append(
+                    f"--margin {self.margin:g}: a {TIE} whose interval lies inside "
+                    f"(−{self.margin:g}, +{self.margin:g}) points reads "
+                    f'"{equivalent_verdict(self.margin)}" (equivalence by two one-sided tests '
+                    "on the same 95% interval, each at 2.5%); a win inside the margin stays a "
+                    "win."
+                )
         for label, row in labelled:
             if row.paired:
                 first = row.paired[0]
@@ -721,6 +735,22 @@ def _no_interval_reason(row: "Row") -> str:
     return f"only {', '.join(with_predictions)} has {PREDICTIONS_NAME}, nothing to compare with"
 
 
+def equivalent_verdict(margin: float) -> str:
+    """A tie's verdict when its interval lies inside (-margin, +margin): `equivalent within 0.5`."""
+    return f"equivalent within {margin:g}"
+
+
+def within_margin(result: PairedResult, margin: Optional[float]) -> PairedResult:
+    """
+    `result` with the verdict `equivalent within M` where it is a tie and its interval lies
+    inside (-M, +M) (TOST on the same interval: each one-sided test at (1 - confidence) / 2);
+    unchanged otherwise, or without a margin. A mode's win stays a win even inside the margin.
+    """
+    if margin is None or result.verdict != TIE or not -margin < result.low <= result.high < margin:
+        return result
+    return dataclasses.replace(result, verdict=equivalent_verdict(margin))
+
+
 def verdict_cell(result: Optional[PairedResult]) -> Tuple[str, Optional[str]]:
     """`ft +1.2 [+0.3, +2.1]`, `tie -0.4 [-1.5, +0.6]`, or `—`; marked with the winner."""
     if result is None:
@@ -874,12 +904,15 @@ def _setting(runs: Sequence[Run], name: str) -> Optional[str]:
     return None
 
 
-def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0) -> None:
+def compute_paired(
+    row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0, margin: Optional[float] = None
+) -> None:
     """
     Fills `row.paired`, `row.paired_seeds` and `row.paired_notes`: the paired bootstrap of every
     pair of `row_pairs` over the scored runs with predictions, in one `compare_modes` call (the
     same resamples for every pair). Problems (a broken or mismatched predictions file, a metric
-    the bootstrap does not know) become notes, never errors.
+    the bootstrap does not know) become notes, never errors. With a `margin` (points), a tie
+    whose interval lies inside (-margin, +margin) gets the verdict `equivalent_verdict(margin)`.
     """
     by_mode: Dict[str, List[Predictions]] = {}
     used: Dict[str, List[Run]] = {}
@@ -954,7 +987,7 @@ def compute_paired(row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0
     except ValueError as error:  # e.g. a positive_label that is no label of the predictions
         results = []
         notes.append(f"no intervals: {error}")
-    row.paired = results
+    row.paired = [within_margin(result, margin) for result in results]
     compared = {mode for result in results for mode in (result.mode_a, result.mode_b)}
     row.paired_seeds = {
         mode: [run.seed for run in used[mode]] for mode in by_mode if mode in compared
@@ -1000,11 +1033,13 @@ def build_report(
     split: str = "validation",
     intervals: bool = True,
     replicates: int = DEFAULT_REPLICATES,
+    margin: Optional[float] = None,
 ) -> Report:
     """
     Groups runs into Table 2 cells (or the other-runs table) and pairs them with the paper; with
     `intervals` (and the validation split) the paired bootstrap of each row's modes, with
-    `replicates` replicates; the known overlaps from the encoders' model cards.
+    `replicates` replicates (ties inside +-`margin` points read "equivalent within margin");
+    the known overlaps from the encoders' model cards.
     """
     cells: Dict[Tuple[str, str, str], Summary] = {}
     others: Dict[str, Summary] = {}
@@ -1041,7 +1076,7 @@ def build_report(
     for rows in encoder_rows.values():
         for row in rows:
             if intervals and split == "validation":
-                compute_paired(row, replicates)
+                compute_paired(row, replicates, margin=margin)
             find_known_overlaps(row, cards)
 
     def other_order(item: Tuple[str, Summary]) -> Tuple[int, str]:
@@ -1058,6 +1093,7 @@ def build_report(
         split=split,
         intervals=intervals,
         replicates=replicates,
+        margin=margin,
     )
 
 
@@ -1066,9 +1102,11 @@ def report_from_dirs(
     split: str = "validation",
     intervals: bool = True,
     replicates: int = DEFAULT_REPLICATES,
+    margin: Optional[float] = None,
 ) -> Report:
     runs, superseded = load_runs([Path(d) for d in dirs], split)
-    return build_report(runs, [str(d) for d in dirs], superseded, split, intervals, replicates)
+    roots = [str(d) for d in dirs]
+    return build_report(runs, roots, superseded, split, intervals, replicates, margin)
 
 
 def _markdown_escape(text: str) -> str:
@@ -1159,6 +1197,7 @@ def render_json(report: Report) -> Dict[str, Any]:
             else None
         ),
         "replicates": report.replicates,
+        "margin": report.margin,
         "rows": rows,
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
         "runs_without_costs": [str(run.path) for run in report.without_costs()],

@@ -24,6 +24,11 @@
 #           come back as peft_runs.tar.gz (no weights, archives or caches), the logs as
 #           peft_logs.tar.gz. Seconds per epoch are shared-machine times; peak GPU memory is each
 #           run's own.
+#   speed   bench/bench_gpu.py (issue #47): the fast path against the plain eager loop for the
+#           6 x 384 (the real MiniLM) and 12 x 768 (random BERT-base shape) encoders, the cached fe
+#           epoch against ft's, and sf's re-capture, in one process, no new step after
+#           $SPEED_DEADLINE s (default 330); results as speed.jsonl, the log (dynamo's graph breaks,
+#           recompilations and cudagraph notes) as speed.log; $SPEED_ARGS adds options
 # GPU_INDEX (default 0) is the device bench_modes and peft train on (-1: the CPU, to try a stage
 # here with PYTHONPATH and the data pointed at this machine's).
 set -uo pipefail
@@ -93,6 +98,16 @@ for stage in "$@"; do
       # shellcheck disable=SC2086
       timeout "${BENCH_TIMEOUT:-240}" python3 bench/bench_modes.py $BENCH_ARGS 2>&1 |
         tee "$OUT/bench_modes.txt" | grep -E "^\||^all-MiniLM|^every run|Error|Traceback"
+      ;;
+    speed)
+      # shellcheck disable=SC2086
+      TORCH_LOGS="graph_breaks,recompiles,perf_hints" timeout "${SPEED_TIMEOUT:-450}" python3 \
+        bench/bench_gpu.py --model "$PWD/.devenv/minilm" --data /tmp/data --out "$OUT/speed.jsonl" \
+        --device "${GPU_INDEX:-0}" --deadline "${SPEED_DEADLINE:-330}" ${SPEED_ARGS:-} \
+        >"$OUT/speed.out" 2>"$OUT/speed.log"
+      python3 bench/bench_gpu.py --summarise "$OUT/speed.jsonl"
+      grep -hE "^[A-Za-z]*(Error|Exception)|compile failed|skipping cudagraphs|Recompiling" \
+        "$OUT/speed.log" "$OUT/speed.out" | cut -c1-300 | sort | uniq -c | sort -rn | head -12
       ;;
     peft)
       # shellcheck source=../peft_recipes.sh

@@ -206,7 +206,7 @@ class TaskReader(DatasetReader):
             raise ConfigurationError(
                 f"Data file {file_path} does not exist. Check the path in the config "
                 "(train_data_path / validation_data_path), or set TUNE_DATA_DIR to the folder "
-                "that holds the task directories (see README)."
+                "that holds the task directories (see docs/DATA.md)."
             )
         return path
 

@@ -6,6 +6,11 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.nn.util import dist_reduce_sum
 from allennlp.training.metrics.metric import Metric
 
+# Metric updates run outside a compiled step (`tune_gradient_descent`'s `compile`): they add to
+# state tensors that persist between steps, which CUDA-graph replay would overwrite. Without
+# torch.compile (torch < 2.1) this is the function itself.
+eager_only = getattr(getattr(torch, "compiler", None), "disable", None) or (lambda fn: fn)
+
 
 @Metric.register("matthews_correlation")
 class MatthewsCorrelation(Metric):
@@ -39,6 +44,7 @@ class MatthewsCorrelation(Metric):
         self._counts: Optional[torch.Tensor] = None
         self._num_classes = 0
 
+    @eager_only
     def __call__(
         self,
         predictions: torch.Tensor,

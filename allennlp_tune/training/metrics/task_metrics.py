@@ -23,6 +23,7 @@ from allennlp.training.metrics.metric import Metric
 
 from allennlp_tune.training.metrics.matthews_correlation import (
     MatthewsCorrelation,
+    eager_only,
     matthews_correlation,
 )
 
@@ -78,6 +79,7 @@ class ClassificationMetrics(Metric):
                 )
             self._positive_index = labels[positive_label]
 
+    @eager_only
     def __call__(
         self,
         logits: torch.Tensor,
@@ -147,6 +149,7 @@ class RegressionMetrics(Metric):
         self._squared_error = 0.0
         self._count = 0
 
+    @eager_only
     def __call__(self, scores: torch.Tensor, labels: torch.Tensor, mask=None) -> None:
         scores = scores.detach().float().view(-1)
         labels = labels.detach().float().view(-1)
