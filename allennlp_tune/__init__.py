@@ -20,8 +20,12 @@ from allennlp_tune import results  # noqa: F401
 from allennlp_tune import commands  # noqa: F401
 from allennlp_tune.config_vars import export_config_defaults
 from allennlp_tune.data.paths import export_default_data_dir
+from allennlp_tune.training.fresh_run import refuse_foreign_checkpoints
 
 export_default_data_dir()
 export_config_defaults()
+# Beside compat, the one other change to AllenNLP's behaviour: in a training that tune-grid
+# started (TUNE_GRID_FRESH_RUN=1), a trainer resumes from no checkpoint it did not write.
+refuse_foreign_checkpoints()
 
 __version__ = "0.1.0"

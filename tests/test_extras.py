@@ -14,7 +14,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import TokenEmbedder
 
 import allennlp_tune.modules  # noqa: F401  (registers the embedders)
-from allennlp_tune.results.cli import search_main
+from allennlp_tune.commands.tune_search import search_main
 
 try:
     import tomllib

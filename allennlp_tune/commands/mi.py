@@ -14,7 +14,7 @@ permutation of the labels: it should be about 0 and measures the estimator's bia
 scores (STS-B) are binned into `--score-bins` equal-frequency bins first. Writes `mi.json` and
 `mi.png` (bits; layer on x, solid lines for the labels, dashed for the control).
 
-Estimators (`--estimator`, issue 17):
+Estimators (`--estimator`):
 
 - `edge_projected` (default): EDGE on a supervised projection learnt on the other folds
   (`edge_projected_mutual_information`: 10-fold cross-fitted shrinkage LDA log-odds, then
@@ -46,7 +46,7 @@ import argparse
 import logging
 import os
 from functools import partial
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from allennlp.commands.subcommand import Subcommand
 
@@ -122,19 +122,23 @@ class MutualInformation(Subcommand):
 
 def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
     """Estimates MI per layer and writes `mi.json` and `mi.png`; returns the JSON content."""
-    import numpy as np
+    check_arguments(args)
+    estimator_name, folds, with_bound = _checked_estimator(args)
+    task = reader_type(args.reader)
+    results = _mi_header(args, estimator_name, folds, with_bound)
+    for encoder, readers, layers in encoders(args):
+        model = _mi_model(args, results, encoder, readers, layers, estimator_name, folds)
+        results["models"][encoder.kind] = model
+    json_path, png_path = _write_mi_outputs(args, task, results, with_bound)
+    _print_mi_table(results["models"], estimator_name, with_bound)
+    print(f"Wrote {json_path} and {png_path}")
+    return results
+
+
+def _checked_estimator(args: argparse.Namespace) -> Tuple[str, int, bool]:
+    """`(estimator, folds, with_bound)` from the options, each checked."""
     from allennlp.common.checks import ConfigurationError
 
-    from allennlp_tune.analysis.edge import (
-        discretise_scores,
-        edge_mutual_information,
-        edge_projected_mutual_information,
-    )
-    from allennlp_tune.analysis.features import extract_layer_features
-    from allennlp_tune.analysis.plots import plot_layers
-    from allennlp_tune.analysis.probing import cross_fitted_bound
-
-    check_arguments(args)
     if args.num_estimators < 1:
         raise ConfigurationError(f"--num-estimators must be at least 1, got {args.num_estimators}.")
     if args.score_bins < 2:
@@ -151,8 +155,14 @@ def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
     with_bound = not getattr(args, "no_bound", False)
     if folds < 2:
         raise ConfigurationError(f"--folds must be at least 2, got {folds}.")
-    task = reader_type(args.reader)
-    results: Dict[str, Any] = {
+    return estimator_name, folds, with_bound
+
+
+def _mi_header(
+    args: argparse.Namespace, estimator_name: str, folds: int, with_bound: bool
+) -> Dict[str, Any]:
+    """What `mi.json` says about the run before any model's results."""
+    return {
         "command": "mi",
         "reader": args.reader,
         "dev_file": args.dev_file,
@@ -175,55 +185,73 @@ def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         else None,
         "models": {},
     }
-    for encoder, readers, layers in encoders(args):
-        dev = extract_layer_features(
-            encoder,
-            readers["dev"],
-            args.dev_file,
-            layers=layers,
-            pooling=args.pooling,
-            batch_size=args.batch_size,
-            max_instances=args.max_instances,
+
+
+def _mi_model(args, results, encoder, readers, layers, estimator_name: str, folds: int):
+    """
+    One encoder's estimates on every layer (its entry of "models"); sets `results["labels"]`
+    (how the labels were made discrete).
+    """
+    import numpy as np
+
+    from allennlp_tune.analysis.edge import (
+        discretise_scores,
+        edge_mutual_information,
+        edge_projected_mutual_information,
+    )
+    from allennlp_tune.analysis.features import extract_layer_features
+    from allennlp_tune.analysis.probing import cross_fitted_bound
+
+    with_bound = results["bound"] is not None
+    dev = extract_layer_features(
+        encoder,
+        readers["dev"],
+        args.dev_file,
+        layers=layers,
+        pooling=args.pooling,
+        batch_size=args.batch_size,
+        max_instances=args.max_instances,
+    )
+    if dev.regression:
+        labels = discretise_scores(dev.labels, args.score_bins)
+        results["labels"] = f"real-valued scores binned into {args.score_bins} equal-frequency bins"
+    else:
+        labels = np.asarray(dev.labels)
+        results["labels"] = f"{len(set(dev.labels))} classes"
+    random_labels = np.random.default_rng(args.seed).permutation(labels)
+    options = {"ensemble": args.ensemble, "num_estimators": args.num_estimators, "seed": args.seed}
+    if estimator_name != "edge":
+        estimate = partial(
+            edge_projected_mutual_information,
+            folds=folds,
+            correct_attenuation=estimator_name == "edge_projected",
         )
-        if dev.regression:
-            labels = discretise_scores(dev.labels, args.score_bins)
-            results["labels"] = (
-                f"real-valued scores binned into {args.score_bins} equal-frequency bins"
-            )
-        else:
-            labels = np.asarray(dev.labels)
-            results["labels"] = f"{len(set(dev.labels))} classes"
-        random_labels = np.random.default_rng(args.seed).permutation(labels)
-        options = {
-            "ensemble": args.ensemble,
-            "num_estimators": args.num_estimators,
-            "seed": args.seed,
-        }
-        if estimator_name != "edge":
-            estimate = partial(
-                edge_projected_mutual_information,
-                folds=folds,
-                correct_attenuation=estimator_name == "edge_projected",
-            )
-        else:
-            estimate = edge_mutual_information
-        mi, control, bound, cross_entropy = [], [], [], []
-        for layer in layers:
-            mi.append(estimate(dev.vectors[layer], labels, **options))
-            control.append(estimate(dev.vectors[layer], random_labels, **options))
-            if with_bound:
-                probe = cross_fitted_bound(dev.vectors[layer], labels, seed=args.seed)
-                bound.append(probe["bound"])
-                cross_entropy.append(probe["cross_entropy"])
-        results["models"][encoder.kind] = {
-            "source": encoder.description,
-            "num_dev": len(dev),
-            "layers": layers,
-            "mi": mi,
-            "random_label_mi": control,
-            "bound": bound if with_bound else None,
-            "cross_entropy": cross_entropy if with_bound else None,
-        }
+    else:
+        estimate = edge_mutual_information
+    mi, control, bound, cross_entropy = [], [], [], []
+    for layer in layers:
+        mi.append(estimate(dev.vectors[layer], labels, **options))
+        control.append(estimate(dev.vectors[layer], random_labels, **options))
+        if with_bound:
+            probe = cross_fitted_bound(dev.vectors[layer], labels, seed=args.seed)
+            bound.append(probe["bound"])
+            cross_entropy.append(probe["cross_entropy"])
+    return {
+        "source": encoder.description,
+        "num_dev": len(dev),
+        "layers": layers,
+        "mi": mi,
+        "random_label_mi": control,
+        "bound": bound if with_bound else None,
+        "cross_entropy": cross_entropy if with_bound else None,
+    }
+
+
+def _write_mi_outputs(
+    args: argparse.Namespace, task: str, results: Dict[str, Any], with_bound: bool
+) -> Tuple[str, str]:
+    """Writes `mi.json` and `mi.png`; returns their paths."""
+    from allennlp_tune.analysis.plots import plot_layers
 
     models = results["models"]
     json_path = os.path.join(args.output_dir, "mi.json")
@@ -243,6 +271,10 @@ def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         if with_bound
         else None,
     )
+    return json_path, png_path
+
+
+def _print_mi_table(models: Dict[str, Any], estimator_name: str, with_bound: bool) -> None:
     columns = {}
     for kind, m in models.items():
         columns[f"{kind} MI"] = (m["layers"], m["mi"])
@@ -262,5 +294,3 @@ def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         ]
         if below:
             print(f"Below the probe's lower bound (underestimates): {', '.join(below)}")
-    print(f"Wrote {json_path} and {png_path}")
-    return results

@@ -14,7 +14,7 @@ is fit on train (`--probe`: logistic for labels, linear for scores, or ridge) an
 (`--metric`: accuracy, MCC for CoLA, Pearson for scores). Writes `probe.json` and `probe.png`
 (layer on x, one line per model) to `--output-dir`.
 
-What the probe says in bits (issue 17), per layer, in the JSON and the printed table:
+What the probe says in bits, per layer, in the JSON and the printed table:
 
 - always, for classifier probes with probabilities (logistic): the probe's dev cross-entropy
   `CE`, the cross-entropy `CE (T)` at a softmax temperature fit by 3-fold cross-validation on
@@ -33,7 +33,7 @@ What the probe says in bits (issue 17), per layer, in the JSON and the printed t
 import argparse
 import logging
 import os
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from allennlp.commands.subcommand import Subcommand
 
@@ -92,19 +92,26 @@ class Probe(Subcommand):
 
 def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
     """Runs the probes and writes `probe.json` and `probe.png`; returns the JSON content."""
-    from allennlp_tune.analysis.features import extract_layer_features
-    from allennlp_tune.analysis.plots import plot_layers
-    from allennlp_tune.analysis.probing import (
-        check_probe,
-        control_labels,
-        default_metric,
-        default_probe,
-        probe_layer_report,
-    )
-
     check_arguments(args)
     task = reader_type(args.reader)
     control, mdl = getattr(args, "control", False), getattr(args, "mdl", False)
+    results = _probe_header(args, control, mdl)
+    for encoder, readers, layers in encoders(args):
+        probe, metric, model = _probe_model(args, task, encoder, readers, layers, control, mdl)
+        results.update(probe=probe, metric=metric)
+        results["models"][encoder.kind] = model
+    written = _write_probe_outputs(args, task, results, control, mdl)
+    table = format_table(_probe_columns(results, control, mdl))
+    print(
+        f"Dev {results['metric']} of a {results['probe']} probe per layer; CE, CE at the "
+        f"temperature fit on train (T) and the bound H(Y) - CE (T), in bits:\n{table}"
+    )
+    print(f"Wrote {' and '.join(written)}")
+    return results
+
+
+def _probe_header(args: argparse.Namespace, control: bool, mdl: bool) -> Dict[str, Any]:
+    """What `probe.json` says about the run before any model's results."""
     results: Dict[str, Any] = {
         "command": "probe",
         "reader": args.reader,
@@ -125,57 +132,76 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
         )
     if mdl:
         results["mdl_code"] = "online code (Voita & Titov 2020), logistic probe, bits"
-    for encoder, readers, layers in encoders(args):
-        options = {"layers": layers, "pooling": args.pooling, "batch_size": args.batch_size}
-        train = extract_layer_features(
-            encoder, readers["train"], args.train_file, max_instances=args.max_instances, **options
+    return results
+
+
+def _probe_model(args, task: str, encoder, readers, layers, control: bool, mdl: bool):
+    """One encoder's probes on every layer: `(probe, metric, its entry of "models")`."""
+    from allennlp_tune.analysis.features import extract_layer_features
+    from allennlp_tune.analysis.probing import (
+        check_probe,
+        control_labels,
+        default_metric,
+        default_probe,
+        probe_layer_report,
+    )
+
+    options = {"layers": layers, "pooling": args.pooling, "batch_size": args.batch_size}
+    train = extract_layer_features(
+        encoder, readers["train"], args.train_file, max_instances=args.max_instances, **options
+    )
+    probe = default_probe(train.regression) if args.probe == "auto" else args.probe
+    metric = default_metric(task, train.regression) if args.metric == "auto" else args.metric
+    check_probe(probe, metric, train.regression)
+    dev = extract_layer_features(
+        encoder, readers["dev"], args.dev_file, max_instances=args.max_instances, **options
+    )
+    control_data = None
+    if control:
+        control_data = control_labels(train.types, train.labels, dev.types, seed=args.seed)
+    reports = {
+        layer: probe_layer_report(
+            train.vectors[layer],
+            train.labels,
+            dev.vectors[layer],
+            dev.labels,
+            probe=probe,
+            metric=metric,
+            regression=train.regression,
+            seed=args.seed,
+            control=control_data,
+            mdl=mdl,
         )
-        probe = default_probe(train.regression) if args.probe == "auto" else args.probe
-        metric = default_metric(task, train.regression) if args.metric == "auto" else args.metric
-        check_probe(probe, metric, train.regression)
-        dev = extract_layer_features(
-            encoder, readers["dev"], args.dev_file, max_instances=args.max_instances, **options
-        )
-        control_data = None
-        if control:
-            control_data = control_labels(train.types, train.labels, dev.types, seed=args.seed)
-        reports = {
-            layer: probe_layer_report(
-                train.vectors[layer],
-                train.labels,
-                dev.vectors[layer],
-                dev.labels,
-                probe=probe,
-                metric=metric,
-                regression=train.regression,
-                seed=args.seed,
-                control=control_data,
-                mdl=mdl,
-            )
-            for layer in layers
+        for layer in layers
+    }
+    model: Dict[str, Any] = {
+        "source": encoder.description,
+        "num_train": len(train),
+        "num_dev": len(dev),
+        "layers": layers,
+    }
+    for key in ("score", "cross_entropy", "calibrated_cross_entropy", "temperature", "bound"):
+        model[f"{key}s" if key == "score" else key] = [reports[i][key] for i in layers]
+    model["label_entropy"] = reports[layers[0]]["entropy"]
+    if control:
+        model["control_scores"] = [reports[i]["control_score"] for i in layers]
+        model["selectivity"] = [reports[i]["selectivity"] for i in layers]
+    if mdl:
+        codes = [reports[i]["mdl"] for i in layers]
+        model["mdl"] = {
+            "codelength": [None if code is None else code["codelength"] for code in codes],
+            "compression": [None if code is None else code["compression"] for code in codes],
+            "uniform_codelength": None if codes[0] is None else codes[0]["uniform_codelength"],
+            "block_ends": None if codes[0] is None else codes[0]["block_ends"],
         }
-        results.update(probe=probe, metric=metric)
-        model: Dict[str, Any] = {
-            "source": encoder.description,
-            "num_train": len(train),
-            "num_dev": len(dev),
-            "layers": layers,
-        }
-        for key in ("score", "cross_entropy", "calibrated_cross_entropy", "temperature", "bound"):
-            model[f"{key}s" if key == "score" else key] = [reports[i][key] for i in layers]
-        model["label_entropy"] = reports[layers[0]]["entropy"]
-        if control:
-            model["control_scores"] = [reports[i]["control_score"] for i in layers]
-            model["selectivity"] = [reports[i]["selectivity"] for i in layers]
-        if mdl:
-            codes = [reports[i]["mdl"] for i in layers]
-            model["mdl"] = {
-                "codelength": [None if code is None else code["codelength"] for code in codes],
-                "compression": [None if code is None else code["compression"] for code in codes],
-                "uniform_codelength": None if codes[0] is None else codes[0]["uniform_codelength"],
-                "block_ends": None if codes[0] is None else codes[0]["block_ends"],
-            }
-        results["models"][encoder.kind] = model
+    return probe, metric, model
+
+
+def _write_probe_outputs(
+    args: argparse.Namespace, task: str, results: Dict[str, Any], control: bool, mdl: bool
+) -> List[str]:
+    """Writes `probe.json`, `probe.png` and with `--mdl` `mdl.png`; returns their paths."""
+    from allennlp_tune.analysis.plots import plot_layers
 
     models = results["models"]
     json_path = os.path.join(args.output_dir, "probe.json")
@@ -208,8 +234,13 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
             title=f"MDL probe (online code) per layer: {task}, {args.pooling} pooling",
         )
         written.append(mdl_path)
+    return written
+
+
+def _probe_columns(results: Dict[str, Any], control: bool, mdl: bool) -> Dict[str, Any]:
+    """The printed table's columns, per model: score, CE, bound, control, MDL."""
     columns = {}
-    for kind, m in models.items():
+    for kind, m in results["models"].items():
         columns[f"{kind} {results['metric']}"] = (m["layers"], m["scores"])
         if any(value is not None for value in m["bound"]):
             columns[f"{kind} CE"] = (m["layers"], m["cross_entropy"])
@@ -224,10 +255,4 @@ def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
                 [None if v is None else v / 1000 for v in m["mdl"]["codelength"]],
             )
             columns[f"{kind} compression"] = (m["layers"], m["mdl"]["compression"])
-    table = format_table(columns)
-    print(
-        f"Dev {results['metric']} of a {results['probe']} probe per layer; CE, CE at the "
-        f"temperature fit on train (T) and the bound H(Y) - CE (T), in bits:\n{table}"
-    )
-    print(f"Wrote {' and '.join(written)}")
-    return results
+    return columns

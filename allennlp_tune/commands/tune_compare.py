@@ -1,11 +1,17 @@
 """`allennlp tune-compare`: fe vs ft (vs sf, bitfit, lora) of one encoder on one task, shipped or
-your own. See `allennlp_tune.results.compare` and `allennlp_tune.results.cli`."""
+your own. See `allennlp_tune.results.compare`."""
 
 import argparse
 
 from allennlp.commands.subcommand import Subcommand
 
-from allennlp_tune.results.cli import add_compare_parser
+from allennlp_tune.commands.results_options import (
+    add_output_arguments,
+    add_run_arguments,
+    checked_ext_vars,
+    grid_options,
+    train_and_report,
+)
 from allennlp_tune.results.compare import COMPARE_MODES, DEFAULT_MODES
 
 MODES_HELP = (
@@ -14,18 +20,74 @@ MODES_HELP = (
     f"default: {' '.join(DEFAULT_MODES)}"
 )
 
+COMPARE_DESCRIPTION = """Feature extraction vs fine-tuning (vs stack-then-finetune) of one
+encoder on one task: a shipped task name (sick_e, sst2, ...) or a task file of your own. Writes
+one config per mode into RESULTS_DIR/configs/, trains them x seeds as tune-grid does
+(resumable), then prints the report."""
 
-def accept_all_modes(subparser: argparse.ArgumentParser) -> None:
-    """`--modes` takes every mode of `COMPARE_MODES`, with the paper's three as its default."""
-    (action,) = [action for action in subparser._actions if action.dest == "modes"]
-    action.choices = COMPARE_MODES
-    action.default = list(DEFAULT_MODES)
-    action.help = MODES_HELP
+
+def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    subparser = parser.add_parser(name, description=COMPARE_DESCRIPTION, help=COMPARE_DESCRIPTION)
+    subparser.add_argument(
+        "task",
+        metavar="TASK",
+        help="a shipped task (conll2003, sst2, mnli, sick_e, sick_r, mrpc, sts_b, cola) or the "
+        "path of a task file (.jsonnet / .json; its paths are relative to its folder)",
+    )
+    subparser.add_argument(
+        "--encoder",
+        required=True,
+        metavar="NAME_OR_FOLDER",
+        help="elmo (TUNE_ELMO_OPTIONS / TUNE_ELMO_WEIGHTS), or a transformers model name or "
+        "folder (TUNE_BERT_MODEL)",
+    )
+    subparser.add_argument(
+        "--encoder-label",
+        default=None,
+        help="the encoder's part of run names, [a-z0-9]+ (default: from its name, e.g. "
+        "all-MiniLM-L6-v2 -> allminilml6v2; 'bert' or 'elmo' put the paper's numbers beside)",
+    )
+    subparser.add_argument(
+        "--modes",
+        nargs="+",
+        choices=COMPARE_MODES,
+        help=MODES_HELP,
+    )
+    # The default through set_defaults: MODES_HELP names it already, and AllenNLP's parser would
+    # append "(default = [...])" to the help of an argument given one.
+    subparser.set_defaults(modes=list(DEFAULT_MODES))
+    subparser.add_argument(
+        "--cuda-device", type=int, default=None, help="GPU of every run (TUNE_CUDA_DEVICE)"
+    )
+    add_run_arguments(subparser)
+    add_output_arguments(subparser)
+    subparser.set_defaults(func=compare_main)
+    return subparser
+
+
+def compare_main(args: argparse.Namespace) -> None:
+    from allennlp_tune.results.compare import EXPERIMENT, run_compare, task_source
+
+    ext_vars = checked_ext_vars(
+        "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
+    )
+    train_and_report(
+        "tune-compare",
+        lambda: run_compare(
+            args.task,
+            args.encoder,
+            args.modes,
+            args.seeds,
+            args.results_dir,
+            encoder_label=args.encoder_label,
+            cuda_device=args.cuda_device,
+            **grid_options(args, ext_vars),
+        ),
+        args,
+    )
 
 
 @Subcommand.register("tune-compare")
 class TuneCompare(Subcommand):
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = add_compare_parser(parser, self.name)
-        accept_all_modes(subparser)
-        return subparser
+        return add_compare_parser(parser, self.name)

@@ -2,7 +2,7 @@
 `allennlp tune-report`: Table 2 from run directories (modes fe, ft, sf, bitfit, lora), with a
 cost table under each encoder's scores from the runs' `cost.json`, paired verdicts from their
 `dev_predictions.jsonl` and known overlaps from the encoders' model cards. See
-`allennlp_tune.results.cli` and `allennlp_tune.results.report`.
+`allennlp_tune.results.report`.
 
 Options: `--bootstrap N` replicates of the paired bootstrap (default 2000), `--no-intervals` to
 skip it (Δ then keeps the old one-point rule `[ft]` / `[fe]` in every row), `--margin M` (a tie
@@ -49,8 +49,58 @@ encoder lists every pair, and a row without an interval keeps the old rule in it
 import argparse
 
 from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.cli import add_report_parser
+from allennlp_tune.commands.results_options import (
+    add_output_arguments,
+    fail,
+    positive_float,
+    positive_int,
+    print_report,
+)
+
+REPORT_DESCRIPTION = """Render the paper's Table 2 (feature extraction vs fine-tuning per task,
+mean ± std over seeds, delta, the paper's numbers; a paired-bootstrap verdict with its 95%
+interval where runs left dev_predictions.jsonl; known overlaps from the encoder's model card) from
+run directories: every folder under DIRS that holds config.json or tune_run.json. Markdown to
+stdout."""
+
+
+def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    # argparse %-formats help strings (the list of `allennlp --help`), not descriptions.
+    subparser = parser.add_parser(
+        name, description=REPORT_DESCRIPTION, help=REPORT_DESCRIPTION.replace("%", "%%")
+    )
+    subparser.add_argument("dirs", nargs="+", metavar="DIR", help="folders searched for runs")
+    add_output_arguments(subparser)
+    subparser.add_argument(
+        "--bootstrap",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="replicates of the paired bootstrap behind the verdicts (default 2000)",
+    )
+    subparser.add_argument(
+        "--no-intervals",
+        action="store_true",
+        help="no paired bootstrap: no verdict column, Δ marked by the old one-point rule",
+    )
+    subparser.add_argument(
+        "--margin",
+        type=positive_float,
+        default=None,
+        metavar="M",
+        help="a tie whose 95%% interval lies inside (-M, +M) points reads 'equivalent within M'",
+    )
+    subparser.set_defaults(func=report_main)
+    return subparser
+
+
+def report_main(args: argparse.Namespace) -> None:
+    try:
+        print_report(args.dirs, args)
+    except (FileNotFoundError, ConfigurationError) as error:
+        fail("tune-report", error)
 
 
 @Subcommand.register("tune-report")

@@ -28,7 +28,7 @@ from allennlp_tune.modules.token_embedders.freezable import (
     FINE_TUNING,
     LORA,
 )
-from allennlp_tune.results.runs import Run, is_run_dir, load_run
+from allennlp_tune.rundir import Run, is_run_dir, load_run
 
 # The embedder's configured mode -> the grid's short name of the mode.
 SHORT_MODES = {FEATURE_EXTRACTION: "fe", FINE_TUNING: "ft", BITFIT: "bitfit", LORA: "lora"}
@@ -60,7 +60,7 @@ class LoadedRun:
         such as `sf (lora)` (stack-then-finetune over a LoRA embedder).
     run : `Optional[Run]`
         The run folder beside the archive (`metrics.json`, `cost.json`, its name), read with
-        `allennlp_tune.results.runs.load_run`; `None` when the archive has no run folder.
+        `allennlp_tune.rundir.load_run`; `None` when the archive has no run folder.
     """
 
     archive_file: Path
@@ -168,7 +168,7 @@ def load_plugin_archive(archive_file: Path) -> LoadedRun:
             "wrote in the run's serialization folder."
         )
     import allennlp_tune_preimport
-    from allennlp_tune.results.plan import quiet_loggers
+    from allennlp_tune.quiet import quiet_loggers
 
     # AllenNLP logs each config parameter, the vocabulary and every initialised weight at INFO
     # while it loads an archive (about 200 lines): not before this command's one line of

@@ -12,7 +12,7 @@ from allennlp_tune.export.archive import LoadedRun
 from allennlp_tune.export.encoder import EncoderExport
 from allennlp_tune.export.head import HEAD_INFO_NAME, HEAD_WEIGHTS_NAME, SCALAR_MIX_NAME
 from allennlp_tune.export.lora import AdapterExport
-from allennlp_tune.results.runs import METRICS_NAME, OK
+from allennlp_tune.rundir import METRICS_NAME, OK
 
 CARD_NAME = "README.md"
 ENCODER_DIR = "encoder"

@@ -14,21 +14,15 @@ Conventions these rely on (every config in `training_config/` follows them):
 - The trainer's `validation_metric` ("+accuracy", "+pearson", "+f1-measure-overall") is the
   primary metric; `metrics.json` holds `best_validation_<name>`.
 
-Modules: `runs` (finding and reading run directories), `report` (Table 2 in Markdown, HTML,
-PNG), `grid` (configs x seeds), `search` (Optuna, and the `optuna_pruning` trainer callback),
+Modules: `report` (Table 2 in Markdown, HTML,
+PNG), `grid` (configs x seeds), `search` (Optuna),
 `cli` (the subcommands' arguments).
 """
 
-from allennlp_tune.results.grid import refuse_foreign_checkpoints
 from allennlp_tune.results.report import build_report, render_markdown, report_from_dirs
-from allennlp_tune.results.runs import load_runs
-from allennlp_tune.results.search import OptunaPruningCallback
-
-# In a tune-grid run (TUNE_GRID_FRESH_RUN=1) a trainer resumes from no checkpoint it did not write.
-refuse_foreign_checkpoints()
+from allennlp_tune.rundir import load_runs
 
 __all__ = [
-    "OptunaPruningCallback",
     "build_report",
     "load_runs",
     "render_markdown",

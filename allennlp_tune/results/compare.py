@@ -49,10 +49,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.results.encoder_check import check_encoder_available
 from allennlp_tune.results.grid import GridResult, check_results_dir, run_grid
-from allennlp_tune.results.plan import QUIET_READER_LOGGERS, quiet_loggers
-from allennlp_tune.results.runs import MODES, RunName, parse_run_name
 from allennlp_tune.results.task_checks import (
     MAX_NAME_LENGTH,
     check_data_path,
@@ -62,6 +61,7 @@ from allennlp_tune.results.task_checks import (
     check_num_labels,
     check_reader,
 )
+from allennlp_tune.rundir import MODES, RunName, parse_run_name
 
 logger = logging.getLogger(__name__)
 
@@ -485,18 +485,14 @@ def run_compare(
     overrides: Optional[str] = None,
     encoder_label: Optional[str] = None,
     cuda_device: Optional[int] = None,
-    keep_failed: bool = False,
-    keep_checkpoints: bool = False,
-    progress: bool = True,
-    plan: bool = True,
-    plan_only: bool = False,
-    retrain_changed: bool = False,
+    **grid_options: Any,
 ) -> GridResult:
     """
     Loads the task, writes a config per mode and trains them x seeds (module docstring).
-    `plan` / `plan_only`: `run_grid`'s planner (estimates first, over-budget caches refused
-    before training; `plan_only` writes the configs and stops after the plan).
-    `retrain_changed`: `run_grid`'s, for complete runs that no longer match the command.
+    `grid_options` go to `run_grid` as they are: `keep_failed`, `keep_checkpoints`, `progress`,
+    `plan` / `plan_only` (the planner: estimates first, over-budget caches refused before
+    training; `plan_only` writes the configs and stops after the plan), `retrain_changed` (for
+    complete runs that no longer match the command), and its seams `runner` and `predict`.
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -520,11 +516,6 @@ def run_compare(
         results_dir,
         ext_vars=ext_vars,
         overrides=overrides,
-        keep_failed=keep_failed,
-        keep_checkpoints=keep_checkpoints,
-        progress=progress,
         tool="tune-compare",
-        plan=plan,
-        plan_only=plan_only,
-        retrain_changed=retrain_changed,
+        **grid_options,
     )

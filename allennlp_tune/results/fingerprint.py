@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from allennlp_tune.results.runs import PLACEMENT_KEYS, SEED_KEYS
+from allennlp_tune.rundir import PLACEMENT_KEYS, SEED_KEYS
 
 FINGERPRINT_KEY = "fingerprint"
 # The packages whose version changes what a run computes (numerics, tokenization, adapters).

@@ -115,7 +115,7 @@ from allennlp_tune.results.fingerprint import (
     fingerprint,
     predates_fingerprints,
 )
-from allennlp_tune.results.runs import (
+from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
     COST_NAME,
@@ -125,6 +125,7 @@ from allennlp_tune.results.runs import (
     PREDICTIONS_NAME,
     RUN_INFO_NAME,
     RUN_LOG_NAME,
+    SEED_EXT_VAR,
     config_stem,
     is_complete,
     metric_of_config,
@@ -134,19 +135,16 @@ from allennlp_tune.results.runs import (
     timestamp,
     write_json,
 )
-from allennlp_tune.results.tidy import tidy_run_dir
+from allennlp_tune.rundir.tidy import tidy_run_dir
+from allennlp_tune.training.fresh_run import FRESH_RUN_ENV
 
 logger = logging.getLogger(__name__)
 
-SEED_EXT_VAR = "TUNE_SEED"
 SHARED_CACHE_NAME = ".feature_cache"
 LOCK_NAME = ".tune_grid.lock"
 # The inherited descriptor of the lock, in the environment of a training child (as systemd's
 # LISTEN_FDS names passed sockets): `train_subprocess` keeps it open in the child.
 LOCK_FD_ENV = "TUNE_GRID_LOCK_FD"
-# Set for a grid's training child: the plugin then makes its trainer, in every process of the
-# run, refuse checkpoints it did not write (`refuse_foreign_checkpoints`).
-FRESH_RUN_ENV = "TUNE_GRID_FRESH_RUN"
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 PREDICT_LOG_NAME = "tune_predict.log"
@@ -223,37 +221,6 @@ def _stop(process: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def _refuse_foreign_checkpoint(checkpointer) -> None:
-    """
-    Replaces `Checkpointer.load_checkpoint` in a grid's training run. A grid run starts fresh
-    (no `--recover`), and the trainer loads a checkpoint only when it starts, before it has
-    saved one: so any checkpoint found then was written by another process (the orphan of a
-    killed grid writing by path into this directory, say), and resuming from it would silently
-    mix two trainings.
-    """
-    latest = checkpointer.find_latest_checkpoint()
-    if latest is not None:
-        raise ConfigurationError(
-            f"{latest[0]} is in the serialization directory of a fresh tune-grid run before the "
-            "run saved any checkpoint: another process is writing into this directory. This run "
-            "does not resume from a checkpoint it did not write; stop that process and run "
-            "tune-grid again."
-        )
-    return None
-
-
-def refuse_foreign_checkpoints(environ: Mapping[str, str] = os.environ) -> None:
-    """
-    Makes every trainer of this process refuse checkpoints it did not write when `environ` says
-    this is a grid's training run (`FRESH_RUN_ENV`). Called when the plugin is imported, so it
-    holds in each process of a distributed run too (their workers import the plugin afresh).
-    """
-    if environ.get(FRESH_RUN_ENV) == "1":
-        from allennlp.training.checkpointer import Checkpointer
-
-        Checkpointer.load_checkpoint = _refuse_foreign_checkpoint
 
 
 def _die_with_this_process() -> Optional[Callable[[], None]]:
@@ -592,7 +559,7 @@ def write_dev_predictions(
     from allennlp.models.archival import load_archive
     from allennlp.predictors import Predictor
 
-    from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
+    from allennlp_tune.modules.feature_cache import FeatureCache
 
     run_dir = Path(run_dir)
     archive_path = run_dir / ARCHIVE_NAME
@@ -758,7 +725,7 @@ def render_run_config(
 ) -> Dict[str, Any]:
     """The config as this grid's training child of the run renders it (environment, ext vars,
     the shared feature cache, overrides); a `ConfigurationError` naming the config otherwise."""
-    from allennlp_tune.modules.token_embedders.feature_cache import CACHE_DIR_ENV
+    from allennlp_tune.modules.feature_cache import CACHE_DIR_ENV
     from allennlp_tune.results.plan import render_config
 
     variables = dict(run_ext_vars)
@@ -852,7 +819,7 @@ def _plan_before_training(
 ) -> None:
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
     train again); raises when a cache won't fit."""
-    from allennlp_tune.modules.token_embedders.feature_cache import user_cache_directory
+    from allennlp_tune.modules.feature_cache import user_cache_directory
     from allennlp_tune.results.plan import budget_failures, plan_cell, plan_problems, print_plan
 
     retrain = set(retrain)
@@ -923,7 +890,7 @@ def run_grid(
     """
     from tqdm import tqdm
 
-    from allennlp_tune.modules.token_embedders.feature_cache import (
+    from allennlp_tune.modules.feature_cache import (
         CACHE_DIR_ENV,
         user_cache_directory,
     )

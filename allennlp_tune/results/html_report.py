@@ -61,8 +61,9 @@ from allennlp_tune.results.report import (
     METRIC_TITLES,
     TASK_TITLES,
     Report,
+    render_json,
 )
-from allennlp_tune.results.runs import (
+from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
     COST_NAME,
@@ -1227,3 +1228,23 @@ def render_png(
     if not tables and not rows:
         figure.text(0.5, 0.5, "No runs found", ha="center")
     figure.savefig(str(path), dpi=dpi)
+
+
+def render_report_html(
+    report: Report, probe_dirs: Optional[Dict[str, Union[str, Path]]] = None
+) -> str:
+    """
+    One self-contained page: the tables and notes, and per task the figures (forest plot of the
+    paired differences, score against cost, learning curves, scalar-mix weights beside the
+    probe), drawn from `render_json(report)` with the report's own tables and notes.
+    """
+    return render_html(render_json(report), report=report, probe_dirs=probe_dirs)
+
+
+def render_report_png(
+    report: Report,
+    path: Union[str, Path],
+    probe_dirs: Optional[Dict[str, Union[str, Path]]] = None,
+) -> None:
+    """The same tables and figures in one PNG (matplotlib's Agg: no display needed)."""
+    render_png(render_json(report), path, report=report, probe_dirs=probe_dirs)

@@ -60,7 +60,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-PREDICTIONS_NAME = "dev_predictions.jsonl"
+from allennlp_tune.rundir.names import PREDICTIONS_NAME
+
 TIE = "tie"
 DEFAULT_REPLICATES = 2000
 DEFAULT_CONFIDENCE = 0.95

@@ -103,7 +103,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, TextI
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.runs import (
+from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
+from allennlp_tune.rundir import (
     CONFIG_NAME,
     COST_NAME,
     METRICS_NAME,
@@ -114,33 +115,7 @@ from allennlp_tune.results.runs import (
 
 logger = logging.getLogger(__name__)
 
-# The loggers that say, at INFO, each parameter of a reader built from a config and the label
-# set a reader reads: quiet (WARNING) while tune-grid / tune-compare build readers before
-# training (the planner, tune-compare's label count), so the command starts without INFO lines.
-QUIET_READER_LOGGERS = ("allennlp.common.params", "allennlp_tune.data.dataset_readers")
 
-
-class quiet_loggers:
-    """Within the block, the named loggers let only WARNING and above through; their levels are
-    restored after it. Reusable, not reentrant."""
-
-    def __init__(self, *names: str):
-        self._loggers = [logging.getLogger(name) for name in names]
-        self._levels: List[int] = []
-
-    def __enter__(self):
-        self._levels = [found.level for found in self._loggers]
-        for found in self._loggers:
-            found.setLevel(max(found.level, logging.WARNING))
-        return self
-
-    def __exit__(self, *exc_info):
-        for found, level in zip(self._loggers, self._levels):
-            found.setLevel(level)
-        return False
-
-
-SEED_EXT_VAR = "TUNE_SEED"
 TRANSFORMER_EMBEDDERS = (
     "tune_transformer",
     "tune_transformer_mismatched",
@@ -438,8 +413,6 @@ def render_config(
     """The config as the grid's child renders it (environment + ext vars, overrides)."""
     from allennlp.common import Params
 
-    import allennlp_tune  # noqa: F401  (sets the config defaults of unset ext vars)
-
     variables = {**os.environ, **(ext_vars or {})}
     params = Params.from_file(str(config), params_overrides=overrides or "", ext_vars=variables)
     return params.as_dict(quiet=True)
@@ -494,7 +467,7 @@ def plan_cell(
     user's `TUNE_FEATURE_CACHE_DIR`). `rendered`: the config already rendered (else rendered
     here). Never raises for a cell it cannot plan: the reason goes into `notes`.
     """
-    from allennlp_tune.modules.token_embedders.feature_cache import (
+    from allennlp_tune.modules.feature_cache import (
         check_budget,
         default_cache_directory,
         estimated_cache_bytes,

@@ -48,7 +48,7 @@ settings`, and the report lists what differs, so runs from two experiments are n
 silently; a cell with two runs of one seed (the same grid reported twice, say) says `repeated
 seed` and the report names them. Ablations (config names with a suffix), search trials and runs
 whose names follow no convention go to a second table. How runs are found and identified:
-`allennlp_tune.results.runs`.
+`allennlp_tune.rundir`.
 """
 
 import dataclasses
@@ -76,7 +76,7 @@ from allennlp_tune.results.paired import (
     metric_kind,
     read_predictions,
 )
-from allennlp_tune.results.runs import (
+from allennlp_tune.rundir import (
     COST_NAME,
     MODES,
     OK,
@@ -1207,25 +1207,3 @@ def render_json(report: Report) -> Dict[str, Any]:
 
 # The paper colours cells that favour fine-tuning warm and feature extraction cold.
 MARK_COLOURS = {"ft": "#f7c6a3", "fe": "#b8d8f0"}
-
-
-def render_html(report: Report, probe_dirs: Optional[Dict[str, Union[str, Path]]] = None) -> str:
-    """
-    One self-contained page: the tables and notes, and per task the figures (forest plot of the
-    paired differences, score against cost, learning curves, scalar-mix weights beside the
-    probe). Drawn by `allennlp_tune.results.html_report` from `render_json(report)`.
-    """
-    from allennlp_tune.results import html_report
-
-    return html_report.render_html(render_json(report), report=report, probe_dirs=probe_dirs)
-
-
-def render_png(
-    report: Report,
-    path: Union[str, Path],
-    probe_dirs: Optional[Dict[str, Union[str, Path]]] = None,
-) -> None:
-    """The same tables and figures in one PNG (matplotlib's Agg: no display needed)."""
-    from allennlp_tune.results import html_report
-
-    html_report.render_png(render_json(report), path, report=report, probe_dirs=probe_dirs)

@@ -52,15 +52,15 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
-from allennlp.training.callbacks.callback import TrainerCallback
 
 from allennlp_tune.results.grid import predict_in_process, record_run_outputs
-from allennlp_tune.results.runs import (
+from allennlp_tune.rundir import (
     FAILED,
     METRICS_NAME,
     OK,
     PRUNED,
     RUN_INFO_NAME,
+    SEED_EXT_VAR,
     config_stem,
     metric_of_config,
     move_aside,
@@ -69,11 +69,11 @@ from allennlp_tune.results.runs import (
     timestamp,
     write_json,
 )
-from allennlp_tune.results.tidy import tidy_run_dir
+from allennlp_tune.rundir.tidy import tidy_run_dir
+from allennlp_tune.training.callbacks.optuna_pruning import reporting_to
 
 logger = logging.getLogger(__name__)
 
-SEED_EXT_VAR = "TUNE_SEED"
 BEST_PARAMS_JSON = "best_params.json"
 BEST_PARAMS_ENV = "best_params.env"
 
@@ -241,59 +241,6 @@ def enqueue_settings(study: Any, settings: Sequence[Dict[str, Any]]) -> int:
         known.append(values)
         queued += 1
     return queued
-
-
-@dataclass
-class _ActiveTrial:
-    trial: Any
-    metric: str
-
-
-# The trial this process is training, set by `run_search` around `train_model`.
-_ACTIVE: Optional[_ActiveTrial] = None
-
-
-@TrainerCallback.register("optuna_pruning")
-class OptunaPruningCallback(TrainerCallback):
-    """
-    After every epoch, reports the validation metric to the Optuna trial that tune-search is
-    training, and stops the training (raising `optuna.TrialPruned`) when the study's pruner
-    says so. tune-search adds it to every trial's trainer; anywhere else (a trial's
-    `config.json` trained again with `allennlp train`) it does nothing.
-
-    Registered as a `TrainerCallback` with name "optuna_pruning".
-
-    ```jsonnet
-    "trainer": {"callbacks": [{"type": "optuna_pruning"}]},
-    ```
-
-    # Parameters
-
-    serialization_dir : `str`
-        Given by the trainer.
-    """
-
-    def on_epoch(
-        self,
-        trainer: Any,
-        metrics: Dict[str, Any],
-        epoch: int,
-        is_primary: bool = True,
-        **kwargs,
-    ) -> None:
-        active = _ACTIVE
-        if active is None or not is_primary:
-            return
-        value = metrics.get(f"validation_{active.metric}")
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            return  # no validation this epoch, or an undefined metric (constant predictions)
-        active.trial.report(float(value), step=epoch)
-        if active.trial.should_prune():
-            import optuna
-
-            raise optuna.TrialPruned(
-                f"pruned after epoch {epoch}: validation {active.metric} = {value:.4f}"
-            )
 
 
 def _load_params(config: Path, ext_vars: Dict[str, str], overrides: Optional[str]):
@@ -534,7 +481,7 @@ def run_search(
     """
     import optuna
 
-    from allennlp_tune.modules.token_embedders.feature_cache import (
+    from allennlp_tune.modules.feature_cache import (
         CACHE_DIR_ENV,
         user_cache_directory,
     )
@@ -591,7 +538,6 @@ def run_search(
     my_trials: List[int] = []
 
     def objective(trial: Any) -> float:
-        global _ACTIVE
         my_trials.append(trial.number)
         searched = {param.name: param.suggest(trial) for param in params}
         run_ext_vars = {**fixed, **searched}
@@ -619,9 +565,9 @@ def run_search(
             "log": "out.log",
             "started": timestamp(),
         }
-        _ACTIVE = _ActiveTrial(trial, metric)
         try:
-            _train_trial(config, run_dir, run_ext_vars, overrides)
+            with reporting_to(trial, metric):
+                _train_trial(config, run_dir, run_ext_vars, overrides)
             metrics = read_json(run_dir / METRICS_NAME) or {}
             value = metrics.get(f"best_validation_{metric}")
             if not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -637,7 +583,6 @@ def run_search(
             info.update(status=FAILED, error=f"{type(error).__name__}: {error}")
             raise
         finally:
-            _ACTIVE = None
             # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
             if "status" in info:
                 run_dir.mkdir(parents=True, exist_ok=True)

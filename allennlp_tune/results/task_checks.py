@@ -20,7 +20,7 @@ import inspect
 import os
 import stat
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -70,14 +70,25 @@ def _did_you_mean(value: str, known: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _refuse_unknown(
+    keys: Iterable[str], known: Sequence[str], message: Callable[[str], str]
+) -> None:
+    """Raises `message(key)` for the first of `keys` that is not `known`."""
+    key = next((key for key in keys if key not in known), None)
+    if key is not None:
+        raise ConfigurationError(message(key))
+
+
 def check_keys(fields: Mapping[str, Any], known: Sequence[str], where: str) -> None:
     """Refuses a key that the experiment library does not read, naming the nearest known one."""
-    for key in fields:
-        if key not in known:
-            raise ConfigurationError(
-                f"{where}: unknown key {key!r}{_did_you_mean(key, known)} (known keys: "
-                f"{', '.join(known)})."
-            )
+    _refuse_unknown(
+        fields,
+        known,
+        lambda key: (
+            f"{where}: unknown key {key!r}{_did_you_mean(key, known)} (known keys: "
+            f"{', '.join(known)})."
+        ),
+    )
 
 
 def check_name_length(name: str, where: str) -> None:
@@ -240,12 +251,14 @@ def check_reader(
     else:
         accepted = reader_parameters(reader_class)
     known = sorted(accepted | set(LIBRARY_READER_KEYS))
-    for key in config:
-        if key not in known:
-            raise ConfigurationError(
-                f"{where}: {field}.{key}: the {name!r} reader takes no parameter {key!r}"
-                f"{_did_you_mean(key, known)} (its parameters: {', '.join(sorted(accepted))})."
-            )
+    _refuse_unknown(
+        config,
+        known,
+        lambda key: (
+            f"{where}: {field}.{key}: the {name!r} reader takes no parameter {key!r}"
+            f"{_did_you_mean(key, known)} (its parameters: {', '.join(sorted(accepted))})."
+        ),
+    )
 
 
 def _inside(path: str, folder: str) -> bool:

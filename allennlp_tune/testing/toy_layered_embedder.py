@@ -9,7 +9,7 @@ from allennlp.data import Vocabulary
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from allennlp_tune.training.layer_groups import register_layer_group_provider
+from allennlp_tune.modules.layer_groups import register_layer_group_provider
 
 
 @TokenEmbedder.register("tune_toy_layered", exist_ok=True)

@@ -3,7 +3,7 @@ from typing import Optional, Tuple, Union
 import torch
 from allennlp.nn.parallel import DdpAccelerator, DdpWrappedModel, TorchDdpAccelerator
 
-from allennlp_tune.training.layer_groups import providers_in
+from allennlp_tune.modules.layer_groups import providers_in
 
 
 @DdpAccelerator.register("tune_torch")

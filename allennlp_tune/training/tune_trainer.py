@@ -7,7 +7,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.training import GradientDescentTrainer, Trainer
 
-from allennlp_tune.training.layer_groups import providers_in
+from allennlp_tune.modules.layer_groups import providers_in
 from allennlp_tune.training.metrics.task_metrics import keep_metrics_eager
 
 logger = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ TrainableKey = Tuple[Tuple[str, Tuple[int, ...]], ...]
 class TuneGradientDescentTrainer(GradientDescentTrainer):
     """
     AllenNLP's `gradient_descent` trainer (the same loop, checkpoints, `--recover`, callbacks and
-    metrics) with two opt-in speed switches for accelerators (issue #20). Without them it is
+    metrics) with two opt-in speed switches for accelerators. Without them it is
     `gradient_descent`.
 
     - `autocast: "bfloat16"`: forward passes (training and validation) run under

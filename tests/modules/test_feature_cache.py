@@ -10,15 +10,15 @@ import torch
 import transformers
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.modules.token_embedders import feature_cache
-from allennlp_tune.modules.token_embedders.feature_cache import (
+from allennlp_tune.modules import feature_cache
+from allennlp_tune.modules.feature_cache import (
     CACHE_DIR_ENV,
     FeatureCache,
     default_cache_directory,
     encoder_fingerprint,
 )
 
-LOGGER = "allennlp_tune.modules.token_embedders.feature_cache"
+LOGGER = "allennlp_tune.modules.feature_cache.store"
 KEY = "ab" + "0" * 62
 SHAPE = (3, 5, 4)
 
@@ -140,7 +140,7 @@ def test_a_large_foreign_file_is_rejected_from_its_header(tmp_path, monkeypatch,
         opened.append(file)
         return io.BufferedReader(CountingFileIO(file, "r"))
 
-    monkeypatch.setattr(feature_cache, "open", counting_open, raising=False)
+    monkeypatch.setattr(feature_cache.store, "open", counting_open, raising=False)
     assert cache.get(KEY, SHAPE) is None
     assert opened == [path]
     assert cache.rejected == 1 and not path.exists()

@@ -19,8 +19,7 @@ from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.tokenizers import PretrainedTransformerTokenizer
 
-from allennlp_tune.modules.token_embedders import feature_cache
-from allennlp_tune.modules.token_embedders.feature_cache import (
+from allennlp_tune.modules.feature_cache import (
     ENTRY_HEADER_BYTES,
     ENTRY_OVERHEAD_BYTES,
     MIB,
@@ -31,7 +30,7 @@ from allennlp_tune.modules.token_embedders.feature_cache import (
     estimated_cache_bytes,
 )
 
-LOGGER = "allennlp_tune.modules.token_embedders.feature_cache"
+LOGGER = "allennlp_tune.modules.feature_cache.store"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = REPO_ROOT / "tests" / "fixtures_configs" / "embedders"
 CONFIG = CONFIGS / "classifier_tune_transformer.jsonnet"
@@ -150,7 +149,7 @@ def patch_free_space(monkeypatch, disk: Path, total: int, free_at_start: int) ->
         free = free_at_start - directory_bytes(disk)
         return shutil._ntuple_diskusage(total, total - free, free)
 
-    monkeypatch.setattr(feature_cache.shutil, "disk_usage", disk_usage)
+    monkeypatch.setattr(shutil, "disk_usage", disk_usage)
 
 
 def test_the_default_margin_is_honoured(tmp_path, monkeypatch, caplog):
@@ -166,7 +165,7 @@ def test_the_default_margin_is_honoured(tmp_path, monkeypatch, caplog):
             assert shutil.disk_usage(directory).free >= margin
     # The root and the "ab" folders take a block each, every entry one: 6 entries fit.
     assert len(entry_files(directory)) == 6 == cache.stats()["writes"]
-    assert feature_cache.shutil.disk_usage(directory).free == margin
+    assert shutil.disk_usage(directory).free == margin
     assert len(caplog.records) == 1
     assert "max(2 GiB, 5% of the disk) = 5120" in caplog.text
     assert "min_free_mb" in caplog.text

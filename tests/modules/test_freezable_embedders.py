@@ -16,10 +16,10 @@ from allennlp.modules.token_embedders import TokenEmbedder
 from transformers.activations import ACT2FN
 
 import allennlp_tune.modules  # noqa: F401  (registers the embedders)
-from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
+from allennlp_tune.modules.feature_cache import FeatureCache
 
 KINDS = ["tune_transformer", "tune_transformer_mismatched", "tune_elmo"]
-CACHE_LOGGER = "allennlp_tune.modules.token_embedders.feature_cache"
+CACHE_LOGGER = "allennlp_tune.modules.feature_cache.store"
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_
 from allennlp_tune.results.compare import encoder_label, load_task, run_compare
 from allennlp_tune.results.grid import epoch_status
 from allennlp_tune.results.report import render_markdown, report_from_dirs
-from allennlp_tune.results.runs import RunName, parse_run_name
+from allennlp_tune.rundir import RunName, parse_run_name
 
 BERT = FIXTURE_MODELS_DIR / "bert-uncased"
 POSITIVE = ["a great film", "wonderful acting", "i loved it", "truly charming", "a joy"]

@@ -18,8 +18,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer
 
 from allennlp_tune.data.paths import REPO_ROOT
-from allennlp_tune.results import grid
 from allennlp_tune.results.grid import run_grid, train_subprocess
+from allennlp_tune.training import fresh_run
 
 
 def children_of(pid: int) -> List[int]:
@@ -144,7 +144,7 @@ def test_a_rerun_refuses_while_a_live_process_holds_the_results_directory(tmp_pa
 
 def test_the_grid_cli_names_the_lock_holder(tmp_path, tiny_config, capsys):
     """tune-grid ends with one line, not a traceback, while another grid holds the directory."""
-    from allennlp_tune.results.cli import add_grid_parser
+    from allennlp_tune.commands.tune_grid import add_grid_parser
     from tests.results.test_grid import run_cli
 
     results = tmp_path / "results"
@@ -187,9 +187,9 @@ def test_a_grid_run_does_not_restore_a_checkpoint_it_did_not_write(
     assert (out / "model_state_e1_b0.th").is_file()
 
     monkeypatch.setattr(Checkpointer, "load_checkpoint", Checkpointer.load_checkpoint)
-    grid.refuse_foreign_checkpoints({})  # not a grid run: nothing changes
-    assert Checkpointer.load_checkpoint is not grid._refuse_foreign_checkpoint
-    grid.refuse_foreign_checkpoints({grid.FRESH_RUN_ENV: "1"})
+    fresh_run.refuse_foreign_checkpoints({})  # not a grid run: nothing changes
+    assert Checkpointer.load_checkpoint is not fresh_run._refuse_foreign_checkpoint
+    fresh_run.refuse_foreign_checkpoints({fresh_run.FRESH_RUN_ENV: "1"})
     monkeypatch.setattr(sys, "argv", [*argv, "allennlp_tune", "--recover"])
     with pytest.raises(ConfigurationError, match="model_state_e1_b0.th is in the serialization"):
         allennlp_main(prog="allennlp")

@@ -15,7 +15,7 @@ from allennlp_tune.results.overlap import (
     read_model_card,
     task_overlaps_of_run,
 )
-from allennlp_tune.results.runs import config_settings
+from allennlp_tune.rundir import config_settings
 
 
 def minilm_folder():

@@ -11,8 +11,7 @@ from allennlp.common.checks import ConfigurationError
 from transformers import AutoTokenizer
 
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
-from allennlp_tune.modules.token_embedders import feature_cache
-from allennlp_tune.modules.token_embedders.feature_cache import (
+from allennlp_tune.modules.feature_cache import (
     ENTRY_HEADER_BYTES,
     ENTRY_OVERHEAD_BYTES,
     estimated_cache_bytes,
@@ -167,9 +166,7 @@ def test_an_over_budget_cell_fails_before_training_and_writes_nothing(tmp_path, 
 
 def test_too_little_free_disk_names_the_directory_setting(tmp_path, monkeypatch):
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(
-        feature_cache.shutil, "disk_usage", lambda path: usage(100 * 2**30, 99 * 2**30, 2**30)
-    )
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(100 * 2**30, 99 * 2**30, 2**30))
     results = tmp_path / "results"
     with pytest.raises(ConfigurationError) as refused:
         run_grid([SST2_FE], [1], results, ext_vars=ext_vars(), runner=never_train, progress=False)
@@ -429,7 +426,8 @@ def ext_var_arguments(**more):
 
 
 def test_the_command_line_flags(tmp_path, capsys):
-    from allennlp_tune.results.cli import add_compare_parser, add_grid_parser
+    from allennlp_tune.commands.tune_compare import add_compare_parser
+    from allennlp_tune.commands.tune_grid import add_grid_parser
 
     results = tmp_path / "results"
     run_cli(
@@ -466,7 +464,7 @@ def test_the_command_line_flags(tmp_path, capsys):
 
 def test_plan_only_fails_on_what_would_fail_the_runs(tmp_path, capsys):
     """A seed numpy refuses, overrides that do not apply and a missing encoder exit with 2."""
-    from allennlp_tune.results.cli import add_grid_parser
+    from allennlp_tune.commands.tune_grid import add_grid_parser
 
     results = tmp_path / "results"
     plan_only = [SST2_FE, "--results-dir", results, "--plan-only"]

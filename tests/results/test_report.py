@@ -3,14 +3,13 @@ import sys
 
 import pytest
 
+from allennlp_tune.results.html_report import render_report_html, render_report_png
 from allennlp_tune.results.report import (
     delta_mark,
-    render_html,
     render_markdown,
-    render_png,
     report_from_dirs,
 )
-from allennlp_tune.results.runs import load_run, parse_run_name
+from allennlp_tune.rundir import load_run, parse_run_name
 
 
 def failed_info(seed):
@@ -116,12 +115,12 @@ def test_report_cells_deltas_markers_and_problems(runs):
 
 def test_html_and_png(runs, tmp_path):
     report = report_from_dirs([runs])
-    page = render_html(report)
+    page = render_report_html(report)
     assert '<td class="ft">+2.5 [ft]</td>' in page
     assert '<td class="fe">-3.0 [fe]</td>' in page
     assert "failed (1/3)" in page
     png = tmp_path / "table.png"
-    render_png(report, png)
+    render_report_png(report, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -172,7 +171,7 @@ def test_cells_mixing_settings_or_repeating_a_seed_are_flagged(tmp_path, make_ru
     line = repeated.split("\n")[1]
     assert line.startswith("- BERT SICK-E ft: seed 1 in 2 runs: ")
     assert "grid/sick_e_bert_ft/seed_1" in line and "recipe/sick_e_bert_ft/seed_1" in line
-    page = render_html(report_from_dirs([tmp_path / "grid", tmp_path / "recipe"]))
+    page = render_report_html(report_from_dirs([tmp_path / "grid", tmp_path / "recipe"]))
     assert "<li>BERT SICK-E ft (3 runs): trainer.optimizer.lr = 2e-05 (2), 0.0001 (1)</li>" in page
 
 

@@ -2,8 +2,8 @@
 
 import json
 
-from allennlp_tune.results.cli import add_report_parser
-from allennlp_tune.results.runs import load_run
+from allennlp_tune.commands.tune_report import add_report_parser
+from allennlp_tune.rundir import load_run
 from tests.results.test_grid import run_cli
 
 

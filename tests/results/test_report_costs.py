@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from allennlp_tune.results.report import render_html, render_json, render_markdown, report_from_dirs
-from allennlp_tune.results.runs import parse_run_name
+from allennlp_tune.results.html_report import render_report_html
+from allennlp_tune.results.report import render_json, render_markdown, report_from_dirs
+from allennlp_tune.rundir import parse_run_name
 
 
 def table_rows(markdown, title):
@@ -186,7 +187,7 @@ def test_a_mix_of_old_and_new_runs_names_the_runs_without_costs(grid, make_run):
     assert str(old.name) in lines[0] and "sick_e_bert_fe" in lines[0]
     assert "sick_e_bert_ft" in lines[1] and lines[1].endswith(": no costs (cost.json)")
     assert str(partial) in render_json(report)["runs_without_costs"]
-    assert "<h2>BERT: costs (mean over runs)</h2>" in render_html(report)
+    assert "<h2>BERT: costs (mean over runs)</h2>" in render_report_html(report)
 
 
 def test_a_run_still_training_is_not_in_the_cost_means(grid, make_run):

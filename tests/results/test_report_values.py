@@ -9,7 +9,7 @@ import math
 import pytest
 
 from allennlp_tune.results.report import render_json, render_markdown, report_from_dirs
-from allennlp_tune.results.runs import load_run
+from allennlp_tune.rundir import load_run
 
 
 def cells(markdown: str, task: str):

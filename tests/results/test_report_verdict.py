@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from allennlp_tune.results.html_report import render_report_html, render_report_png
 from allennlp_tune.results.report import (
     OVERLAP_MARK,
     RELATED_OVERLAP_MARK,
     VERDICT_HEADER,
-    render_html,
     render_json,
     render_markdown,
-    render_png,
     report_from_dirs,
 )
 
@@ -120,7 +119,7 @@ def test_a_clear_winner_gets_its_name_in_the_verdict_column(clear_winner):
         "seeds fe (1, 2, 3); ft (1, 2, 3)."
     )
     # HTML colours the verdict cell, not Δ.
-    page = render_html(rendered)
+    page = render_report_html(rendered)
     assert '<td class="ft">ft +33.3 [' in page and '<td class="ft">+33.3</td>' not in page
 
 
@@ -424,7 +423,7 @@ def test_the_command_options(clear_winner, tmp_path, monkeypatch, capsys):
 
 def test_png_with_the_paired_table(clear_winner, tmp_path):
     png = tmp_path / "t.png"
-    render_png(report(clear_winner), png)
+    render_report_png(report(clear_winner), png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from allennlp_tune.results.cli import add_search_parser
+from allennlp_tune.commands.tune_search import add_search_parser
 from tests.results.test_grid import run_cli
 
 

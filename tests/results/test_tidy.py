@@ -1,4 +1,4 @@
-from allennlp_tune.results.tidy import tidy_run_dir
+from allennlp_tune.rundir.tidy import tidy_run_dir
 
 
 def touch(path, size=10):

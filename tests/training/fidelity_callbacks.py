@@ -7,7 +7,7 @@ import os
 import torch
 from allennlp.training.callbacks import TrainerCallback
 
-from allennlp_tune.training.layer_groups import providers_in
+from allennlp_tune.modules.layer_groups import providers_in
 
 
 @TrainerCallback.register("record_encoder_modes", exist_ok=True)

@@ -33,7 +33,7 @@ checks the fingerprint, so an archive never runs silently on other base weights.
 import hashlib
 import logging
 from contextlib import nullcontext
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy
 import torch
@@ -41,8 +41,9 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_mask_from_sequence_lengths
 
-from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache, encoder_fingerprint
-from allennlp_tune.training.layer_groups import register_layer_group_provider
+from allennlp_tune.modules.checks import refuse_unknown_keys
+from allennlp_tune.modules.feature_cache import FeatureCache, encoder_fingerprint
+from allennlp_tune.modules.layer_groups import register_layer_group_provider
 
 logger = logging.getLogger(__name__)
 
@@ -132,12 +133,7 @@ def build_scalar_mix(
 ) -> Optional[ScalarMix]:
     """An `allennlp.modules.ScalarMix` over `num_layers` layers, or `None` for a single layer."""
     config = dict(config or {})
-    unknown = sorted(set(config) - set(SCALAR_MIX_KEYS))
-    if unknown:
-        raise ConfigurationError(
-            f"{owner}.scalar_mix has unknown key(s) {unknown}; the allowed keys are "
-            f"{list(SCALAR_MIX_KEYS)}."
-        )
+    refuse_unknown_keys(config, SCALAR_MIX_KEYS, f"{owner}.scalar_mix")
     initial = config.get("initial_scalar_parameters")
     if initial is not None and len(initial) != num_layers:
         raise ConfigurationError(
@@ -190,28 +186,26 @@ def assign_groups(
             parts = prefix.split(".")
             containers.update(".".join(parts[:end]) for end in range(1, len(parts)))
 
-    module_groups: Dict[str, Optional[int]] = {}
-    seen_layer = False
-    for name, _ in encoder.named_modules():
-        group = layer_of(name)
-        if group is not None:
-            seen_layer = True
-        elif at_bottom(name):
-            group = 0
-        elif name not in containers:
-            group = top if seen_layer else 0
-        module_groups[name] = group
+    def grouped(names: Iterable[str], ungrouped: Set[str]) -> List[Tuple[str, Optional[int]]]:
+        """Each name's group: its layer's; before the first layer the bottom group, after it
+        the top one; `None` for a name in `ungrouped` outside any layer or the bottom."""
+        result, seen_layer = [], False
+        for name in names:
+            group = layer_of(name)
+            if group is not None:
+                seen_layer = True
+            elif at_bottom(name):
+                group = 0
+            elif name not in ungrouped:
+                group = top if seen_layer else 0
+            result.append((name, group))
+        return result
+
+    module_names = (name for name, _ in encoder.named_modules())
+    module_groups: Dict[str, Optional[int]] = dict(grouped(module_names, containers))
 
     parameter_groups: List[List[str]] = [[] for _ in range(top + 1)]
-    seen_layer = False
-    for name, _ in encoder.named_parameters():
-        group = layer_of(name)
-        if group is not None:
-            seen_layer = True
-        elif at_bottom(name):
-            group = 0
-        else:
-            group = top if seen_layer else 0
+    for name, group in grouped((name for name, _ in encoder.named_parameters()), set()):
         parameter_groups[group].append(name)
     return module_groups, parameter_groups
 

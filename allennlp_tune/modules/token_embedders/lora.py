@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Optional
 import torch
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.modules.checks import refuse_unknown_keys
+
 LORA_DEFAULTS: Dict[str, Any] = {"r": 8, "alpha": 16, "dropout": 0.1, "target_modules": None}
 
 # Families that peft's own mapping (`TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`) does
@@ -77,13 +79,13 @@ def check_lora_options(
             )
         return None
     options = dict(lora or {})
-    unknown = sorted(set(options) - set(LORA_DEFAULTS))
-    if unknown:
-        raise ConfigurationError(
-            f"{owner}.lora has unknown key(s) {unknown}; the allowed keys are "
-            f"{list(LORA_DEFAULTS)} (rank, scaling numerator, dropout on the LoRA input, and the "
-            "names of the linear modules to adapt)."
-        )
+    refuse_unknown_keys(
+        options,
+        list(LORA_DEFAULTS),
+        f"{owner}.lora",
+        " (rank, scaling numerator, dropout on the LoRA input, and the names of the linear "
+        "modules to adapt)",
+    )
     options = {**LORA_DEFAULTS, **options}
     r, alpha, dropout = options["r"], options["alpha"], options["dropout"]
     if isinstance(r, bool) or not isinstance(r, int) or r < 1:

@@ -6,7 +6,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import PretrainedTransformerEmbedder, TokenEmbedder
 
-from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
+from allennlp_tune.modules.feature_cache import FeatureCache
 from allennlp_tune.modules.token_embedders.freezable import (
     FEATURE_EXTRACTION,
     FreezableEncoderMixin,

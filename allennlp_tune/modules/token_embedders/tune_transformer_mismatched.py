@@ -5,7 +5,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn import util
 
-from allennlp_tune.modules.token_embedders.feature_cache import FeatureCache
+from allennlp_tune.modules.feature_cache import FeatureCache
 from allennlp_tune.modules.token_embedders.freezable import LayerGroups
 from allennlp_tune.modules.token_embedders.tune_transformer import TuneTransformerEmbedder
 

@@ -2,7 +2,7 @@
 
 Not registered itself. A subclass says, for each epoch, how many encoder groups train
 (`groups_for_epoch`), counted from the top; this base applies that to every layer-group provider
-in the model (see `allennlp_tune.training.layer_groups`), writes one line per epoch to
+in the model (see `allennlp_tune.modules.layer_groups`), writes one line per epoch to
 `adaptation.jsonl` in the serialization directory, logs the number of trainable groups and each
 group's learning rate to TensorBoard (when the `tensorboard` callback is configured), and keeps
 its state in the trainer checkpoint so `allennlp train --recover` resumes with the same set.
@@ -40,12 +40,13 @@ from allennlp.common.util import dump_metrics
 from allennlp.training.callbacks import TrainerCallback
 from allennlp.training.callbacks.tensorboard import TensorBoardCallback
 
-from allennlp_tune.training.layer_groups import (
+from allennlp_tune.modules.layer_groups import (
     group_label,
     named_groups,
     named_mode_groups,
     providers_in,
 )
+from allennlp_tune.training import trainer_access
 
 logger = logging.getLogger(__name__)
 FREEZE_BY = ("auto", "requires_grad", "masking")
@@ -83,7 +84,7 @@ class AdaptationCallback(TrainerCallback):
                 f"The {type(self).__name__} callback needs an embedder with layer groups "
                 "(tune_transformer, tune_transformer_mismatched or tune_elmo); the model has none."
             )
-        distributed = bool(getattr(trainer, "_distributed", False))
+        distributed = trainer_access.is_distributed(trainer)
         self._masking = self._freeze_by == "masking" or (self._freeze_by == "auto" and distributed)
         if distributed and not self._masking:
             raise ConfigurationError(
@@ -121,7 +122,7 @@ class AdaptationCallback(TrainerCallback):
                 "embedder in mode 'fine_tuning' (or 'bitfit' / 'lora')."
             )
         # After --recover, the trainer resumes at this epoch; the state was loaded already.
-        epoch = getattr(trainer, "_start_after_epochs_completed", 0)
+        epoch = trainer_access.epochs_completed_at_start(trainer)
         self._apply(trainer, epoch)
         self._log(trainer, epoch)
 
@@ -147,16 +148,7 @@ class AdaptationCallback(TrainerCallback):
         before the trainer measures and clips the gradient norm and steps the optimizer: the
         trainer's `rescale_gradients()` is the first thing it calls then.
         """
-        rescale = trainer.rescale_gradients
-        if getattr(rescale, "_masks_for", None) is self:
-            return
-
-        def mask_then_rescale():
-            self._mask_frozen_gradients()
-            return rescale()
-
-        mask_then_rescale._masks_for = self  # type: ignore[attr-defined]
-        trainer.rescale_gradients = mask_then_rescale
+        trainer_access.run_before_rescaling(trainer, self, self._mask_frozen_gradients)
 
     def _mask_frozen_gradients(self) -> None:
         # Parameters that never get gradients (outside a bitfit / lora mode's) have grad None.
@@ -216,7 +208,7 @@ class AdaptationCallback(TrainerCallback):
             type(self).__name__, epoch, self._trainable, names,
             "masking" if self._masking else "requires_grad", rates,
         )  # fmt: skip
-        if not getattr(trainer, "_primary", True):
+        if not trainer_access.is_primary(trainer):
             return
         if self.serialization_dir:
             record = {
@@ -229,7 +221,7 @@ class AdaptationCallback(TrainerCallback):
             }
             with open(os.path.join(self.serialization_dir, "adaptation.jsonl"), "a") as log:
                 log.write(json.dumps(record) + "\n")
-        for callback in getattr(trainer, "_callbacks", []):
+        for callback in trainer_access.callbacks_of(trainer):
             if isinstance(callback, TensorBoardCallback) and callback.trainer is not None:
                 scalars = {"trainable_groups": self._trainable}
                 scalars.update({f"lr/{k}": v for k, v in rates.items()})

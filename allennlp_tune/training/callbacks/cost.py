@@ -46,7 +46,7 @@ import torch
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.training.callbacks import TrainerCallback
 
-from allennlp_tune.results.runs import COST_NAME, write_json
+from allennlp_tune.rundir import COST_NAME, write_json
 
 logger = logging.getLogger(__name__)
 

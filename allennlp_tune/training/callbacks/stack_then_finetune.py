@@ -4,6 +4,7 @@ from typing import Any, Dict, Optional, Tuple
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.callbacks import TrainerCallback
 
+from allennlp_tune.training import trainer_access
 from allennlp_tune.training.callbacks.adaptation import AdaptationCallback
 from allennlp_tune.training.callbacks.schedule_restart import (
     RestartedSchedule,
@@ -107,12 +108,14 @@ class StackThenFinetune(AdaptationCallback):
         self._restart_offset: Optional[int] = None  # batches before phase 2, once restarted
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
-        scheduler = getattr(trainer, "_learning_rate_scheduler", None)
+        scheduler = trainer_access.learning_rate_scheduler(trainer)
         if self._restart_schedule:
             check_restartable(scheduler)
         if self._restart_offset is not None and scheduler is not None:
             # --recover after the switch: the scheduler's own state is already restored.
-            trainer._learning_rate_scheduler = RestartedSchedule(scheduler, self._restart_offset)
+            trainer_access.replace_learning_rate_scheduler(
+                trainer, RestartedSchedule(scheduler, self._restart_offset)
+            )
         super().on_start(trainer, is_primary=is_primary, **kwargs)
 
     def groups_for_epoch(self, epoch: int, num_groups: int) -> int:
@@ -133,11 +136,13 @@ class StackThenFinetune(AdaptationCallback):
 
     def on_phase_change(self, trainer, epoch: int) -> None:
         self._set_phase_two_rates(trainer)
-        scheduler = getattr(trainer, "_learning_rate_scheduler", None)
+        scheduler = trainer_access.learning_rate_scheduler(trainer)
         if self._restart_schedule and scheduler is not None and self._restart_offset is None:
-            self._restart_offset = trainer._total_batches_completed
-            restart(scheduler, self._restart_offset, epoch, trainer._num_epochs)
-            trainer._learning_rate_scheduler = RestartedSchedule(scheduler, self._restart_offset)
+            self._restart_offset = trainer_access.batches_completed(trainer)
+            restart(scheduler, self._restart_offset, epoch, trainer_access.num_epochs(trainer))
+            trainer_access.replace_learning_rate_scheduler(
+                trainer, RestartedSchedule(scheduler, self._restart_offset)
+            )
             logger.info("stack_then_finetune: the learning-rate schedule restarts at epoch %d "
                         "(batch %d)", epoch, self._restart_offset)  # fmt: skip
 
@@ -164,7 +169,7 @@ class StackThenFinetune(AdaptationCallback):
             self._scale(encoder, self._encoder_lr / max(group["lr"] for group in encoder))
         if self._head_lr_factor != 1.0:
             self._scale(head, self._head_lr_factor)
-        scheduler = getattr(trainer, "_learning_rate_scheduler", None)
+        scheduler = trainer_access.learning_rate_scheduler(trainer)
         if needs and scheduler is not None:
             if hasattr(scheduler, "base_values"):
                 scheduler.base_values = [g.get("initial_lr", g["lr"]) for g in groups]
@@ -192,7 +197,7 @@ class StackThenFinetune(AdaptationCallback):
 
     def _signed_metric(self, trainer) -> Tuple[int, str]:
         """(+1 if higher is better else -1, the metric's name) for the gap."""
-        tracked = getattr(trainer._metric_tracker, "tracked_metrics", None) or [(-1, "loss")]
+        tracked = trainer_access.tracked_metrics(trainer) or [(-1, "loss")]
         if self._metric is None:
             return tracked[0]
         name = self._metric

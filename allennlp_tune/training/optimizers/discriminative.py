@@ -7,7 +7,7 @@ from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.optimizers import Optimizer
 
-from allennlp_tune.training.layer_groups import (
+from allennlp_tune.modules.layer_groups import (
     group_label,
     named_groups,
     named_mode_groups,

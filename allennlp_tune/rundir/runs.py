@@ -13,12 +13,8 @@ A run is identified as (task, encoder, mode, variant, seed):
    `runs/sick_e_bert_ft/seed_1` (tune-grid's layout) and `runs/sick_e_bert_ft_seed1` work.
    The seed comes from `random_seed` in `config.json`, else from a `seed_<k>` / `seed<k>` name.
 
-task is any `[a-z0-9_]+` name (the paper's are `TASKS`; `tune-compare` names a task of one's
-own), mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf` stack-then-finetune,
-`bitfit` bias-only fine-tuning, `lora` low-rank adapters) and encoder any lower-case word
-without `_` (`elmo`, `bert`, `minilm`); the task is the shortest prefix that leaves an encoder
-and a mode after it. A run whose name does not follow the pattern is still reported, under its
-path.
+What a name may be is in `names.py`. A run whose name does not follow the pattern is still
+reported, under its path.
 
 The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
 `split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
@@ -38,28 +34,23 @@ import datetime
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-# The paper's task order (Table 2).
-TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
-# fe feature extraction, ft fine-tuning, sf stack-then-finetune, bitfit (biases only) and lora
-# (low-rank adapters): the report's column order.
-MODES = ("fe", "ft", "sf", "bitfit", "lora")
-
-RUN_INFO_NAME = "tune_run.json"
-RUN_LOG_NAME = "tune_train.log"
-CONFIG_NAME = "config.json"
-METRICS_NAME = "metrics.json"
-ARCHIVE_NAME = "model.tar.gz"
-# Written by the `tune_cost` callback; tune-grid adds `archive_bytes`.
-COST_NAME = "cost.json"
-# The best model's dev predictions, written by tune-grid and tune-search (`grid.predict_dev`).
-PREDICTIONS_NAME = "dev_predictions.jsonl"
+from allennlp_tune.rundir.jsonio import describe_value, read_json, read_json_object
+from allennlp_tune.rundir.names import (
+    CONFIG_NAME,
+    COST_NAME,
+    METRICS_NAME,
+    PREDICTIONS_NAME,
+    RUN_INFO_NAME,
+    SUPERSEDED_PATTERN,
+    RunName,
+    parse_run_name,
+)
 
 # Statuses of a run, in the order a report lists them.
 OK = "ok"
@@ -75,53 +66,6 @@ STATUSES = (OK, MISSING_METRIC, NOT_A_NUMBER, NOT_FINITE, FAILED, PRUNED, INCOMP
 # scores, which overflows to inf not far above this.
 LARGEST_METRIC = 1e300
 
-# Any task name: the shortest `[a-z0-9_]+` prefix followed by an encoder word and a known mode,
-# so `sick_e_bert_fe_separate` is sick_e / bert / fe / separate and `my_reviews_minilm_ft` is
-# my_reviews / minilm / ft. (tune-compare refuses a task name that would not read back.)
-_NAME_PATTERN = re.compile(
-    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
-    r"(?:[_\-.](?P<variant>.+))?$"
-)
-_SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")
-# tune-grid and tune-search move a partial or failed attempt, or a complete run that no longer
-# matches the command (`--retrain-changed`), aside under this name before rerunning it; the
-# report ignores such directories (and says how many it ignored).
-SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed|changed)-\d{8}T\d{6}")
-
-
-@dataclass(frozen=True)
-class RunName:
-    """What a config stem or run directory name says about a run."""
-
-    task: str
-    encoder: str
-    mode: str
-    variant: Optional[str] = None
-
-
-def parse_run_name(name: str) -> Tuple[Optional[RunName], Optional[int]]:
-    """
-    Splits `sick_e_bert_ft_bilstm_seed2` into `RunName("sick_e", "bert", "ft", "bilstm")` and
-    seed 2. Either part is `None` when the name does not carry it.
-    """
-    seed = None
-    seed_match = _SEED_NAME.match(name)
-    if seed_match:
-        name, seed = seed_match.group("rest"), int(seed_match.group("seed"))
-    match = _NAME_PATTERN.match(name)
-    if match is None:
-        return None, seed
-    return RunName(match["task"], match["encoder"], match["mode"], match["variant"]), seed
-
-
-def config_stem(config: Path) -> str:
-    """`training_config/sick_e_bert_ft.jsonnet` -> `sick_e_bert_ft`."""
-    name = Path(config).name
-    for suffix in (".jsonnet", ".json"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
 
 def metric_of_config(config: Dict[str, Any]) -> Tuple[str, bool]:
     """
@@ -134,7 +78,7 @@ def metric_of_config(config: Dict[str, Any]) -> Tuple[str, bool]:
         trainer = {}
     if not isinstance(trainer, dict):
         raise ConfigurationError(
-            f"trainer is {_describe(trainer)}; expected an object such as "
+            f"trainer is {describe_value(trainer)}; expected an object such as "
             '{"validation_metric": "+accuracy", ...}'
         )
     metric = trainer.get("validation_metric", "-loss")
@@ -142,7 +86,7 @@ def metric_of_config(config: Dict[str, Any]) -> Tuple[str, bool]:
         metric = metric[0] if metric else "-loss"
     if not isinstance(metric, str):
         raise ConfigurationError(
-            f"trainer.validation_metric is {_describe(metric)}; expected a string such as "
+            f"trainer.validation_metric is {describe_value(metric)}; expected a string such as "
             '"+accuracy" or a list of them'
         )
     if metric[:1] not in "+-" or len(metric) < 2:
@@ -177,55 +121,6 @@ class Run:
     def scored(self) -> bool:
         """Status ok: it finished with its metric. Only these count in scores, costs, intervals."""
         return self.status == OK
-
-
-def _describe(value: Any) -> str:
-    """`a list ([1, 2])`, `a string ("adam")`: a JSON value's type and a short excerpt."""
-    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
-    kind = "null" if value is None else kinds.get(type(value), "a number")
-    text = json.dumps(value)
-    return f"{kind} ({text if len(text) <= 40 else text[:37] + '...'})"
-
-
-def read_json_object(path: Path) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """
-    `(object, None)` for a JSON object, `(None, None)` for a missing file, and `(None, what is
-    wrong)` for a file that exists but cannot be read, is not JSON or is not an object.
-    `read_json` is the same without saying why.
-    """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        return None, None
-    except (OSError, UnicodeDecodeError) as error:
-        return None, f"cannot be read ({error.__class__.__name__}: {error})"
-    try:
-        loaded = json.loads(text)
-    except ValueError as error:
-        return None, f"not valid JSON ({error})"
-    if not isinstance(loaded, dict):
-        return None, f"holds {_describe(loaded)}, expected a JSON object"
-    return loaded, None
-
-
-def read_json(path: Path) -> Optional[Dict[str, Any]]:
-    """A JSON object from `path`, or `None` if the file is absent, unreadable or not an object."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            loaded = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
-def write_json(path: Path, data: Dict[str, Any]) -> None:
-    """Writes atomically (temp file + rename), so a kill never leaves half a `tune_run.json`."""
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(temporary, path)
 
 
 def is_complete(run_dir: Path) -> bool:
@@ -441,7 +336,7 @@ def _score(metrics: Dict[str, Any], key: str) -> Tuple[str, Optional[float], Opt
         )
         return MISSING_METRIC, None, missing
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return NOT_A_NUMBER, None, f"{key} is {_describe(value)} in metrics.json, not a number"
+        return NOT_A_NUMBER, None, f"{key} is {describe_value(value)} in metrics.json, not a number"
     try:
         number = float(value)
     except OverflowError:  # a JSON integer beyond the float range

@@ -5,8 +5,8 @@ AllenNLP leaves in every serialization directory the weights three times over: `
 last epoch's checkpoint (`model_state_e<epoch>_b<batch>.th` with the optimizer's
 `training_state_e<epoch>_b<batch>.th`, or the older `*_epoch_<n>.th` names) and `model.tar.gz`.
 A frozen-encoder run also keeps its feature cache (`feature_cache/`, the default location).
-For all-MiniLM-L6-v2 that is about 350 MB per run, 19 GB for a 54-run grid; for bert-base
-about four times as much. The checkpoints exist to resume an interrupted training, which
+Over a grid that adds up to many times the size of the archives (bench/README.md has figures).
+The checkpoints exist to resume an interrupted training, which
 neither tool does (an interrupted run is moved aside and trained again), and `best.th` holds
 the weights that are in the archive, so once a run has ended they are only disk.
 
@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, Union
 
-from allennlp_tune.results.runs import ARCHIVE_NAME
+from allennlp_tune.rundir.names import ARCHIVE_NAME
 
 CHECKPOINT_PATTERN = re.compile(r"^(model_state|training_state)_(e\d+_b\d+|epoch_\d+(\.\d+)?)\.th$")
 BEST_WEIGHTS_NAME = "best.th"

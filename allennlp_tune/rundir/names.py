@@ -1,0 +1,83 @@
+"""
+Run names and the files of a run directory: what a config stem or a folder name says about a
+run (task, encoder, mode, variant, seed), and the names of the files that AllenNLP, tune-grid
+and tune-search leave in it.
+
+task is any `[a-z0-9_]+` name (the paper's are `TASKS`; `tune-compare` names a task of one's
+own), mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf` stack-then-finetune,
+`bitfit` bias-only fine-tuning, `lora` low-rank adapters) and encoder any lower-case word
+without `_` (`elmo`, `bert`, `minilm`); the task is the shortest prefix that leaves an encoder
+and a mode after it.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Tuple
+
+# The paper's task order (Table 2).
+TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
+# fe feature extraction, ft fine-tuning, sf stack-then-finetune, bitfit (biases only) and lora
+# (low-rank adapters): the report's column order.
+MODES = ("fe", "ft", "sf", "bitfit", "lora")
+
+RUN_INFO_NAME = "tune_run.json"
+RUN_LOG_NAME = "tune_train.log"
+CONFIG_NAME = "config.json"
+METRICS_NAME = "metrics.json"
+ARCHIVE_NAME = "model.tar.gz"
+# Written by the `tune_cost` callback; tune-grid adds `archive_bytes`.
+COST_NAME = "cost.json"
+# The best model's dev predictions, written by tune-grid and tune-search (`grid.predict_dev`).
+PREDICTIONS_NAME = "dev_predictions.jsonl"
+
+# The ext var that every config reads its seeds from; tune-grid, tune-search and the planner
+# set it in a training's environment.
+SEED_EXT_VAR = "TUNE_SEED"
+
+# Any task name: the shortest `[a-z0-9_]+` prefix followed by an encoder word and a known mode,
+# so `sick_e_bert_fe_separate` is sick_e / bert / fe / separate and `my_reviews_minilm_ft` is
+# my_reviews / minilm / ft. (tune-compare refuses a task name that would not read back.)
+_NAME_PATTERN = re.compile(
+    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
+    r"(?:[_\-.](?P<variant>.+))?$"
+)
+_SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")
+# tune-grid and tune-search move a partial or failed attempt, or a complete run that no longer
+# matches the command (`--retrain-changed`), aside under this name before rerunning it; the
+# report ignores such directories (and says how many it ignored).
+SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed|changed)-\d{8}T\d{6}")
+
+
+@dataclass(frozen=True)
+class RunName:
+    """What a config stem or run directory name says about a run."""
+
+    task: str
+    encoder: str
+    mode: str
+    variant: Optional[str] = None
+
+
+def parse_run_name(name: str) -> Tuple[Optional[RunName], Optional[int]]:
+    """
+    Splits `sick_e_bert_ft_bilstm_seed2` into `RunName("sick_e", "bert", "ft", "bilstm")` and
+    seed 2. Either part is `None` when the name does not carry it.
+    """
+    seed = None
+    seed_match = _SEED_NAME.match(name)
+    if seed_match:
+        name, seed = seed_match.group("rest"), int(seed_match.group("seed"))
+    match = _NAME_PATTERN.match(name)
+    if match is None:
+        return None, seed
+    return RunName(match["task"], match["encoder"], match["mode"], match["variant"]), seed
+
+
+def config_stem(config: Path) -> str:
+    """`training_config/sick_e_bert_ft.jsonnet` -> `sick_e_bert_ft`."""
+    name = Path(config).name
+    for suffix in (".jsonnet", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
