@@ -11,6 +11,8 @@ import allennlp_tune  # noqa: F401
 import allennlp_tune.models  # noqa: F401
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR
 
+TEST_SEED = 0
+
 CONFIGS = Path(__file__).parents[1] / "fixtures_configs" / "models"
 
 
@@ -19,6 +21,10 @@ class TestTuneEsimElmoMrpc(ModelTestCase):
 
     def setup_method(self):
         super().setup_method()
+        # A fixed initialisation: on some draws of the global generator (which depends on the
+        # tests run before this one in the process) the tiny ELMo's projection left every
+        # gradient below the embedder at zero, and the gradient check failed in the stock lane.
+        torch.manual_seed(TEST_SEED)
         self.set_up_model(
             CONFIGS / "tune_esim_elmo_mrpc.jsonnet",
             FIXTURE_DATA_DIR / "mrpc" / "msr_paraphrase_test.txt",
