@@ -85,7 +85,11 @@ from allennlp_tune.rundir import (
     TASKS,
     Run,
     load_runs,
+    read_json,
 )
+
+# What `tune-compare --sequential` writes into its results folder (`results.rounds`).
+SEQUENTIAL_NAME = "sequential.json"
 
 # Table 2 of the paper: GLUE/SICK/CoNLL scores, first row of each pair feature extraction.
 PAPER_TABLE_2: Dict[str, Dict[str, Dict[str, float]]] = {
@@ -429,6 +433,8 @@ class Report:
     replicates: int = DEFAULT_REPLICATES
     # `--margin M`: a tie whose interval lies inside (-M, +M) reads "equivalent within M".
     margin: Optional[float] = None
+    # The `sequential.json` of each results folder that has one (`tune-compare --sequential`).
+    sequential: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def problems(self) -> List[Run]:
@@ -579,6 +585,43 @@ class Report:
                 lines.append(f"{label}: no interval of ft vs fe; {kept}.")
         return lines
 
+    def sequential_lines(self) -> List[str]:
+        """
+        Per pair of a `tune-compare --sequential` folder: the sequential verdict, the look it
+        stopped at and the seeds it needed, beside the fixed 95% interval over all the runs.
+        """
+        lines: List[str] = []
+        for saved in self.sequential:
+            plan = saved.get("plan") or {}
+            if plan.get("description") and plan["description"] not in lines:
+                lines.append(plan["description"])
+            encoder, task = str(saved.get("encoder")), str(saved.get("task"))
+            label = f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(task)}"
+            row = next((r for r in self.encoder_rows.get(encoder, []) if r.task == task), None)
+            looks = len(plan.get("looks") or [])
+            for pair in saved.get("pairs") or []:
+                mode_a, mode_b = pair.get("mode_a"), pair.get("mode_b")
+                taken = len(pair.get("looks") or [])
+                where = (
+                    f"stopped at look {taken} of {looks}, after {pair.get('seeds')} seeds each"
+                    if pair.get("stopped")
+                    else f"open after look {taken} of {looks} (rerun the command to go on)"
+                )
+                fixed = row.pair(mode_a, mode_b) if row is not None else None
+                beside = f"; fixed 95% interval over all runs: {fixed.text()}" if fixed else ""
+                lines.append(f"{label} {mode_a} − {mode_b}: {pair.get('text')}; {where}{beside}.")
+            trained = saved.get("seeds_trained") or {}
+            if trained:
+                runs = sum(trained.values())
+                lines.append(
+                    f"{label}: seeds trained per mode "
+                    + ", ".join(f"{mode} {count}" for mode, count in trained.items())
+                    + f" ({runs} runs; {saved.get('runs_at_cap')} at the seed cap)."
+                )
+            if saved.get("problem"):
+                lines.append(f"{label}: stopped early: {saved['problem']}.")
+        return lines
+
     def overlap_lines(self) -> List[str]:
         """Which rows overlap the encoder's training data, which dataset, and why it matters."""
         lines = []
@@ -644,6 +687,7 @@ class Report:
         """The sections under the tables, as (title, lines), each only when it has lines."""
         sections = [
             ("Paired comparisons (verdicts)", self.paired_lines()),
+            ("Sequential comparison (seeds in rounds)", self.sequential_lines()),
             ("Known overlap with the encoder's training data (model card)", self.overlap_lines()),
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
             ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
@@ -904,6 +948,18 @@ def _setting(runs: Sequence[Run], name: str) -> Optional[str]:
     return None
 
 
+def bootstrap_options(runs: Sequence[Run], kind: str) -> Dict[str, Optional[str]]:
+    """
+    What the paired bootstrap needs besides the predictions, read from the runs' configs: the
+    `positive_label` of an F1 metric and the `label_encoding` of span F1 (`kind` is
+    `paired.metric_kind` of the runs' metric).
+    """
+    return {
+        "positive_label": _setting(runs, "positive_label") if kind == "f1" else None,
+        "tag_encoding": _setting(runs, "label_encoding") if kind == "span_f1" else None,
+    }
+
+
 def compute_paired(
     row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0, margin: Optional[float] = None
 ) -> None:
@@ -966,12 +1022,7 @@ def compute_paired(
     except ValueError as error:
         row.paired_notes = notes + [f"no intervals: {error}"]
         return
-    options = dict(
-        replicates=replicates,
-        seed=seed,
-        positive_label=_setting(runs, "positive_label") if kind == "f1" else None,
-        tag_encoding=_setting(runs, "label_encoding") if kind == "span_f1" else None,
-    )
+    options = dict(replicates=replicates, seed=seed, **bootstrap_options(runs, kind))
     try:
         results = compare_modes(by_mode, metric, pairs=pairs, **options)
     except PredictionsMismatch:
@@ -1106,7 +1157,11 @@ def report_from_dirs(
 ) -> Report:
     runs, superseded = load_runs([Path(d) for d in dirs], split)
     roots = [str(d) for d in dirs]
-    return build_report(runs, roots, superseded, split, intervals, replicates, margin)
+    report = build_report(runs, roots, superseded, split, intervals, replicates, margin)
+    report.sequential = [
+        saved for saved in (read_json(Path(d) / SEQUENTIAL_NAME) for d in dirs) if saved is not None
+    ]
+    return report
 
 
 def _markdown_escape(text: str) -> str:
@@ -1200,6 +1255,7 @@ def render_json(report: Report) -> Dict[str, Any]:
         "margin": report.margin,
         "rows": rows,
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
+        "sequential": report.sequential,
         "runs_without_costs": [str(run.path) for run in report.without_costs()],
         "runs_without_predictions": [str(run.path) for run in report.without_predictions()],
     }
