@@ -27,6 +27,20 @@ seeds, and why a row or pair has no interval (naming the files of mismatched pre
 With a margin (`tune-report --margin M`, points), a tie whose interval lies inside (-M, +M) reads
 `equivalent within M` (two one-sided tests on the same interval).
 
+The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
+the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
+mean seconds per epoch, then trainable parameters), its 95% intervals against the modes it was
+compared with, its cost (s/epoch, trainable parameters) against theirs, and whether the recipes
+were searched (every run's `tune_run.json` records a `search`; none does yet, so today it says
+"default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
+after two epochs or more) in some run gets a warning: still improving, under-trained at a recipe
+nobody searched. A table whose rows have none of the paper's numbers (tasks or encoders that are
+not the paper's) leaves out the paper's columns, and the summary its citation.
+
+Sequential comparisons. A results folder of `tune-compare --sequential` holds `sequential.json`
+(`allennlp_tune.results.rounds`); the notes show each pair's sequential verdict, the look it
+stopped at and the seeds it needed, beside the fixed 95% interval over all the runs.
+
 Known overlap: when a run's encoder folder (a `model_name` of its config that is a folder) has a
 model card whose `datasets:` names a dataset the task is built from, the task is marked `†`
 (`(†)` where the card only names related data, such as SNLI for SICK-E), and the notes say which
@@ -78,6 +92,7 @@ from allennlp_tune.results.paired import (
 )
 from allennlp_tune.rundir import (
     COST_NAME,
+    METRICS_NAME,
     MODES,
     OK,
     PREDICTIONS_NAME,
@@ -165,6 +180,8 @@ ABSENT = "(absent)"
 MAX_MIXED_KEYS = 8
 HEADER = ["Task", "Metric", "fe (ours)", "fe (paper)", "ft (ours)", "ft (paper)", "Δ ft−fe (ours)",
           "Δ (paper)", "sf (ours)"]  # fmt: skip
+# The paper's own numbers: left out of a table where no row has them.
+PAPER_COLUMNS = ("fe (paper)", "ft (paper)", "Δ (paper)")
 OTHER_HEADER = ["Run", "Metric", "Score"]
 # The cost table: (title, cost.json key, how a mean is shown); GPU MB only where some run has it.
 COST_COLUMNS = [
@@ -447,6 +464,9 @@ class Report:
             # The verdict column only where some row has predictions to compare; old run
             # folders (no predictions) keep the table as it was, with the old rule in Delta.
             verdicts = any(row.compared for row in rows)
+            # The paper's columns only where some row has the paper's numbers (its tasks and
+            # encoders); a table of one's own tasks or encoders has none.
+            paper = has_paper_numbers(rows)
             body = []
             for row in rows:
                 delta, delta_mark_ = format_delta(row.delta)
@@ -465,11 +485,16 @@ class Report:
                 if verdicts:
                     cells.append(verdict_cell(row.verdict))
                 cells += [(paper_delta, paper_mark), (row.cells["sf"].text(), None)]
-                body.append(cells + [(row.cells[mode].text(), None) for mode in extra_modes])
+                cells += [(row.cells[mode].text(), None) for mode in extra_modes]
+                body.append(cells)
             header = list(HEADER)
             if verdicts:
                 header.insert(header.index("Δ (paper)"), VERDICT_HEADER)
             header += [f"{mode} (ours)" for mode in extra_modes]
+            if not paper:
+                keep = [i for i, name in enumerate(header) if name not in PAPER_COLUMNS]
+                header = [header[i] for i in keep]
+                body = [[cells[i] for i in keep] for cells in body]
             tables.append(Table(ENCODER_TITLES.get(encoder, encoder), header, body))
             compared = paired_table(ENCODER_TITLES.get(encoder, encoder), rows)
             if compared is not None:
@@ -512,7 +537,12 @@ class Report:
                 f"paired intervals, see the notes): {FAVOURS_FINE_TUNING} favours fine-tuning "
                 f"(Δ > 1), {FAVOURS_FEATURE_EXTRACTION} favours feature extraction (Δ < −1)."
             )
-            + " Paper: Peters, Ruder & Smith (2019), Table 2. sf = stack-then-finetune.",
+            + (
+                " Paper: Peters, Ruder & Smith (2019), Table 2."
+                if any(has_paper_numbers(rows) for rows in self.encoder_rows.values())
+                else ""
+            )
+            + " sf = stack-then-finetune.",
         ]
         if any(row.overlaps for row in self.rows()):
             lines.append(
@@ -819,6 +849,11 @@ def has_costs(run: Run) -> bool:
     runs (`Summary.runs_with_costs`).
     """
     return run.cost is not None and _is_number(run.cost.get(COST_MARKER))
+
+
+def has_paper_numbers(rows: Sequence[Row]) -> bool:
+    """Whether some row has the paper's Table 2 numbers (one of its tasks with its encoder)."""
+    return any(value is not None for row in rows for value in row.paper.values())
 
 
 def shown_modes(rows: Sequence[Row]) -> List[str]:
@@ -1164,6 +1199,140 @@ def report_from_dirs(
     return report
 
 
+# The answer first -------------------------------------------------------------------------------
+
+ANSWER_TITLE = "The answer"
+DEFAULT_RECIPES = (
+    "default recipes (each mode at its config's recipe, none searched), so the verdict "
+    "compares recipes as much as ways of adapting the encoder"
+)
+SEARCHED_RECIPES = "searched recipes (every run records the search it came from)"
+
+
+def last_epoch_best(run: Run) -> Optional[Tuple[bool, int]]:
+    """
+    (whether the run's best epoch was its last, epochs trained) from its `metrics.json`
+    (`best_epoch`, `epoch`: 0-based); `None` without both, or after a single epoch (nothing to
+    tell a rising curve from).
+    """
+    metrics = read_json(run.path / METRICS_NAME) or {}
+    best, last = metrics.get("best_epoch"), metrics.get("epoch")
+    if not (_is_number(best) and _is_number(last)) or last < 1:
+        return None
+    return best >= last, int(last) + 1
+
+
+def under_trained(row: Row) -> Dict[str, Tuple[int, int, int]]:
+    """Per mode whose best epoch was the last in some scored run: (such runs, runs that tell,
+    most epochs trained)."""
+    found: Dict[str, Tuple[int, int, int]] = {}
+    for mode in row.used_modes():
+        told = [t for t in map(last_epoch_best, row.cells[mode].scored_runs) if t is not None]
+        rising = sum(1 for last, _ in told if last)
+        if rising:
+            found[mode] = (rising, len(told), max(epochs for _, epochs in told))
+    return found
+
+
+def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]:
+    """(the other mode, difference, low, high) of a pair, as `mode` − the other."""
+    if result.mode_a == mode:
+        return result.mode_b, result.difference, result.low, result.high
+    return result.mode_a, -result.difference, -result.high, -result.low
+
+
+def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
+    """Cheapest first: mean seconds per epoch, then trainable parameters, then `MODES` order."""
+    cell = row.cells[mode]
+    seconds = cell.cost_mean("mean_epoch_seconds")
+    params = cell.cost_mean("trainable_params")
+    return (
+        seconds if seconds is not None else float("inf"),
+        params if params is not None else float("inf"),
+        MODES.index(mode),
+    )
+
+
+def choose_arm(row: Row) -> Optional[str]:
+    """
+    The arm to use: of the compared modes that no pair found worse than another (a tie or a
+    win in each of their pairs), the cheapest (`_cost_key`); `None` without paired results.
+    """
+    compared = {mode for result in row.paired for mode in (result.mode_a, result.mode_b)}
+    beaten = {
+        result.mode_b if result.verdict == result.mode_a else result.mode_a
+        for result in row.paired
+        if result.verdict in (result.mode_a, result.mode_b)
+    }
+    unbeaten = [mode for mode in MODES if mode in compared and mode not in beaten]
+    return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
+
+
+def _cost_words(row: Row, mode: str) -> str:
+    """`12.3 s/epoch, 22.57M trainable` (or what of it the runs recorded; `no costs recorded`)."""
+    cell = row.cells[mode]
+    seconds = cell.cost_mean("mean_epoch_seconds")
+    params = cell.cost_mean("trainable_params")
+    parts = [f"{seconds:.1f} s/epoch"] if seconds is not None else []
+    parts += [f"{format_params(params)} trainable"] if params is not None else []
+    return ", ".join(parts) if parts else "no costs recorded"
+
+
+def answer_sentence(label: str, row: Row) -> Optional[str]:
+    """One sentence: which arm, by how much (95% intervals), at what cost, how fair."""
+    arm = choose_arm(row)
+    if arm is None:
+        return None
+    said = []
+    for result in row.paired:
+        if arm not in (result.mode_a, result.mode_b):
+            continue
+        other, difference, low, high = _against(result, arm)
+        interval = f"{_signed(difference)} [{_signed(low)}, {_signed(high)}]"
+        if result.verdict == arm:
+            said.append(f"beats {other} by {interval}")
+        elif result.verdict == TIE:
+            said.append(f"ties {other} ({interval})")
+        else:  # equivalent within the margin
+            said.append(f"is {result.verdict} of {other} ({interval})")
+    # A tie (or equivalence) with another arm: both are unbeaten, and the cheaper was chosen.
+    tied = any(not text.startswith("beats") for text in said)
+    why = " (the cheapest per epoch of the arms that no other beats)" if tied else ""
+    others = [mode for mode in row.used_modes() if mode != arm and row.cells[mode].scored_runs]
+    cost = f"costs {_cost_words(row, arm)}" + (
+        " against " + "; ".join(f"{mode} {_cost_words(row, mode)}" for mode in others)
+        if others
+        else ""
+    )
+    searched = all(
+        run.info.get("search") for cell in row.cells.values() for run in cell.scored_runs
+    )
+    fair = SEARCHED_RECIPES if searched else DEFAULT_RECIPES
+    first = row.paired[0]
+    return (
+        f"{label} ({first.metric}, points, 95% intervals): use {arm} "
+        f"({MODE_TITLES.get(arm, arm)}){why}: it {', '.join(said)}; it {cost}; {fair}."
+    )
+
+
+def answer_lines(report: "Report") -> List[str]:
+    """The answer sentence of every row with paired results, each with its under-training
+    warnings (a mode whose best epoch was its last: still improving when it stopped)."""
+    lines = []
+    for label, row in report.labelled_rows():
+        sentence = answer_sentence(label, row)
+        if sentence is not None:
+            lines.append(sentence)
+        for mode, (rising, told, epochs) in under_trained(row).items():
+            lines.append(
+                f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
+                f"runs ({epochs} epochs): still improving when training stopped, so "
+                "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
+                "another rate may change its verdict."
+            )
+    return lines
+
+
 def _markdown_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -1171,6 +1340,10 @@ def _markdown_escape(text: str) -> str:
 def render_markdown(report: Report) -> str:
     lines = ["# Feature extraction vs fine-tuning", ""]
     lines += [line + "  " for line in report.summary_lines()]
+    answer = answer_lines(report)
+    if answer:
+        lines += ["", f"## {ANSWER_TITLE}", ""]
+        lines += [f"- {_markdown_escape(line)}" for line in answer]
     if not report.runs:
         lines += ["", "No runs found (a run directory holds config.json or tune_run.json)."]
     for table in report.tables():
@@ -1243,6 +1416,7 @@ def render_json(report: Report) -> Dict[str, Any]:
                 }
             )
     return {
+        "answer": answer_lines(report),
         "split": report.split,
         "roots": report.roots,
         "superseded": report.superseded,
