@@ -51,7 +51,10 @@ trainer callback and tune-grid), a cost table: per task and mode the mean over i
 (a run still training or killed has a partial `cost.json`; it is left out) of the
 trainable parameters (the most at any epoch, and their share of all parameters), the parameters
 the archive stores, seconds per epoch, peak RSS (and peak GPU memory where any run has it) and
-the archive's size. A value no run recorded is "n/a"; the notes list the scored runs without
+the archive's size, and, where runs recorded their instances per epoch, the encoder passes
+(`encoder_passes`: training instances x epochs, forward and backward in epochs whose encoder
+trains, forward only in frozen ones, only the first frozen epoch with a feature cache), a unit
+every machine shares. A value no run recorded is "n/a"; the notes list the scored runs without
 `cost.json` or without `dev_predictions.jsonl`.
 
 Runs without a score are never dropped: a cell says `failed (1/3)`, `missing metric (1/3)`,
@@ -193,6 +196,7 @@ COST_COLUMNS = [
     ("Archive MB", "archive_bytes", "bytes"),
 ]
 GPU_KEY = "peak_gpu_mb"
+PASSES_HEADER = "Encoder passes"
 # A run "has costs" when its cost.json has what the tune_cost callback writes.
 COST_MARKER = "trainable_params"
 
@@ -298,6 +302,10 @@ class Summary:
         means: Dict[str, Any] = {key: self.cost_mean(key) for _, key, _ in COST_COLUMNS}
         means["total_params"] = self.cost_mean("total_params")
         means["runs_with_costs"] = len(self.runs_with_costs())
+        passes = mean_encoder_passes(self)
+        means["encoder_passes"] = (
+            None if passes is None else {"forward_backward": passes[0], "forward": passes[1]}
+        )
         return means
 
     def status_counts(self) -> Dict[str, int]:
@@ -900,6 +908,59 @@ def _share(part: float, total: float) -> str:
     return f"{share:.2f}%" if share < 10 else f"{share:.1f}%"
 
 
+def uses_feature_cache(run: Run) -> bool:
+    """Whether the run's encoder had a feature cache (`feature_cache` set in its config)."""
+    return any(
+        key.split(".")[-1] == "feature_cache" or ".feature_cache." in key
+        for key, value in (run.settings or {}).items()
+        if value not in ("null", "false")
+    )
+
+
+def encoder_passes(run: Run) -> Optional[Tuple[int, int]]:
+    """
+    (forward+backward, forward-only) encoder passes over training instances, from `cost.json`'s
+    `epoch_instances` and `epoch_encoder_trained`: an epoch whose encoder trains counts its
+    instances forward and backward, a frozen epoch forward only, and with a feature cache only
+    the first frozen epoch (the later ones read the cache and run no encoder). Validation passes
+    are not counted. `None` for a run that did not record them.
+    """
+    cost = run.cost or {}
+    instances, trained = cost.get("epoch_instances"), cost.get("epoch_encoder_trained")
+    if not isinstance(instances, list) or not isinstance(trained, list) or not instances:
+        return None
+    cached = uses_feature_cache(run)
+    both = forward = 0
+    frozen_epochs = 0
+    for count, encoder_trained in zip(instances, trained):
+        if encoder_trained:
+            both += int(count)
+            continue
+        if not cached or frozen_epochs == 0:
+            forward += int(count)
+        frozen_epochs += 1
+    return both, forward
+
+
+def mean_encoder_passes(summary: Summary) -> Optional[Tuple[float, float]]:
+    """The mean of `encoder_passes` over the scored runs that recorded it."""
+    counted = [p for p in map(encoder_passes, summary.scored_runs) if p is not None]
+    if not counted:
+        return None
+    return (
+        statistics.fmean(both for both, _ in counted),
+        statistics.fmean(forward for _, forward in counted),
+    )
+
+
+def passes_text(passes: Optional[Tuple[float, float]]) -> str:
+    """`12.0k fwd+bwd, 4.0k fwd`, `n/a`."""
+    if passes is None:
+        return NOT_AVAILABLE
+    both, forward = passes
+    return f"{format_params(both)} fwd+bwd, {format_params(forward)} fwd"
+
+
 def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     """
     The cost table under an encoder's scores: one row per task and mode with runs, each value
@@ -910,15 +971,20 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
         return None
     gpu = any(summary.cost_mean(GPU_KEY) is not None for _, _, summary in cells)
     columns = [column for column in COST_COLUMNS if gpu or column[1] != GPU_KEY]
+    # Encoder passes (the unit every machine shares) where some run recorded them.
+    passes = any(mean_encoder_passes(summary) is not None for _, _, summary in cells)
     body = []
     for task, mode, summary in cells:
         body.append(
             # One "Cell" column ("SICK-E lora"), so rows never start like the score table's.
             [(f"{_task_title(task)} {mode}", None)]
             + [(_cost_text(summary, key, kind), None) for _, key, kind in columns]
+            + ([(passes_text(mean_encoder_passes(summary)), None)] if passes else [])
             + [(f"{len(summary.runs_with_costs())}/{len(summary.runs)}", None)]
         )
-    header = ["Cell"] + [name for name, _, _ in columns] + ["Runs with costs"]
+    header = ["Cell"] + [name for name, _, _ in columns]
+    header += [PASSES_HEADER] if passes else []
+    header += ["Runs with costs"]
     return Table(f"{title}: costs (mean over runs)", header, body)
 
 
@@ -1269,12 +1335,15 @@ def choose_arm(row: Row) -> Optional[str]:
 
 
 def _cost_words(row: Row, mode: str) -> str:
-    """`12.3 s/epoch, 22.57M trainable` (or what of it the runs recorded; `no costs recorded`)."""
+    """`12.3 s/epoch, 22.57M trainable, encoder passes 15.0k fwd+bwd, 0 fwd` (what of it the
+    runs recorded; `no costs recorded`)."""
     cell = row.cells[mode]
     seconds = cell.cost_mean("mean_epoch_seconds")
     params = cell.cost_mean("trainable_params")
     parts = [f"{seconds:.1f} s/epoch"] if seconds is not None else []
     parts += [f"{format_params(params)} trainable"] if params is not None else []
+    passes = mean_encoder_passes(cell)
+    parts += [f"encoder passes {passes_text(passes)}"] if passes is not None else []
     return ", ".join(parts) if parts else "no costs recorded"
 
 

@@ -29,6 +29,7 @@ def own_task(tmp_path, make_run, modes=("fe", "ft", "lora"), rising=("ft",)):
             run_dir = make(make_run, root, f"reviews_minilm_{mode}", seed, predictions)
             seconds, params = COSTS[mode]
             cost = {"trainable_params": params, "total_params": 23e6, "mean_epoch_seconds": seconds}
+            cost.update(epoch_instances=[120, 120], epoch_encoder_trained=[mode != "fe"] * 2)
             (run_dir / "cost.json").write_text(json.dumps(cost))
             metrics = json.loads((run_dir / "metrics.json").read_text())
             metrics.update(epoch=1, best_epoch=1 if mode in rising else 0)
@@ -49,8 +50,9 @@ def test_the_answer_comes_first_with_its_interval_cost_and_fairness(tmp_path, ma
     )
     assert "], ties ft (+0.0 [+0.0, +0.0]); it costs" in sentence
     assert (
-        "it costs 30.0 s/epoch, 300.0k trainable against fe 5.0 s/epoch, 21.00M trainable; "
-        "ft 40.0 s/epoch, 22.60M trainable; "
+        "it costs 30.0 s/epoch, 300.0k trainable, encoder passes 240 fwd+bwd, 0 fwd against "
+        "fe 5.0 s/epoch, 21.00M trainable, encoder passes 0 fwd+bwd, 240 fwd; "
+        "ft 40.0 s/epoch, 22.60M trainable, encoder passes 240 fwd+bwd, 0 fwd; "
     ) in sentence
     assert sentence.endswith(DEFAULT_RECIPES + ".")
     assert warning.startswith(
