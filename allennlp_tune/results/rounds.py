@@ -20,6 +20,10 @@ are skipped by the grid and each look is recomputed from them (the bootstrap's s
 look, so the looks and their verdicts come out as before, as `sequential.replay` would give
 them); only the runs that are missing are trained, and the comparison goes on where it stopped.
 
+Each pair holds its own error rate: with several pairs (fe, ft, lora: three), the chance that
+some pair says "better" wrongly is larger than `plan.alpha`; nothing here corrects for the number
+of pairs (as in `sequential`).
+
 Each look is printed as one line (every open pair's verdict and the seeds it used), and after
 each look the whole state is written to `RESULTS_DIR/sequential.json` (`SEQUENTIAL_NAME`), which
 tune-report shows beside the fixed 95% intervals. A seed that failed or has no dev predictions

@@ -3,6 +3,7 @@ warning, and the paper's columns left out of tables of tasks that are not the pa
 
 import json
 
+from allennlp_tune.results.html_report import render_report_html
 from allennlp_tune.results.report import (
     ANSWER_TITLE,
     DEFAULT_RECIPES,
@@ -59,6 +60,9 @@ def test_the_answer_comes_first_with_its_interval_cost_and_fairness(tmp_path, ma
         "Warning: minilm reviews ft: its best epoch was its last in 3 of 3 runs (2 epochs)"
     )
     assert render_json(rendered)["answer"] == [sentence, warning]
+    page = render_report_html(rendered)
+    assert page.index(f"<h2>{ANSWER_TITLE}</h2>") < page.index("<h2>minilm</h2>")
+    assert "use lora (low-rank adapters)" in page
 
 
 def test_a_clear_single_winner_and_no_warning_for_early_stopped_runs(tmp_path, make_run):

@@ -217,3 +217,34 @@ def test_the_command_line_plan_and_its_seeds(capsys):
         with pytest.raises(SystemExit):
             sequential_plan(parse(["--results-dir", "out", *argv]))
         assert message in capsys.readouterr().err
+
+
+def test_run_compare_with_a_sequential_plan(tmp_path):
+    """tune-compare's own path: a task file of one's own, modes given in any order (the pairs
+    are the report's, ft − fe), the grid's fake training rendering each real config."""
+    from allennlp_tune.results.compare import run_compare
+    from tests.results.test_compare import BERT, write_reviews
+    from tests.results.test_grid import FakeTraining as RenderingTraining
+
+    task = write_reviews(tmp_path / "task")
+    runner = RenderingTraining()
+    result = run_compare(
+        str(task),
+        str(BERT),
+        ["ft", "fe"],
+        range(1, 8),
+        tmp_path / "out",
+        sequential=PLAN,
+        runner=runner,
+        predict=synthetic_predict({"fe": 0.80, "ft": 0.90}),
+        progress=False,
+        plan=False,
+    )
+    assert sorted(runner.calls) == [
+        (f"reviews_bertuncased_{mode}", seed) for mode in ("fe", "ft") for seed in (1, 2, 3)
+    ]
+    assert len(result.trained) == 6 and not result.failed
+    saved = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert (saved["task"], saved["encoder"]) == ("reviews", "bertuncased")
+    [pair] = saved["pairs"]
+    assert (pair["mode_a"], pair["mode_b"], pair["verdict"], pair["seeds"]) == ("ft", "fe", "ft", 3)
