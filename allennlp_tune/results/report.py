@@ -647,7 +647,8 @@ class Report:
                 )
                 fixed = row.pair(mode_a, mode_b) if row is not None else None
                 beside = f"; fixed 95% interval over all runs: {fixed.text()}" if fixed else ""
-                lines.append(f"{label} {mode_a} − {mode_b}: {pair.get('text')}; {where}{beside}.")
+                said = pair.get("text") or "no look yet"
+                lines.append(f"{label} {mode_a} − {mode_b}: {said}; {where}{beside}.")
             trained = saved.get("seeds_trained") or {}
             if trained:
                 runs = sum(trained.values())

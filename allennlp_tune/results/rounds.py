@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from allennlp.common.checks import ConfigurationError
+
 from allennlp_tune.results.grid import GridResult, run_grid
 from allennlp_tune.results.paired import metric_kind, read_predictions
 from allennlp_tune.results.report import SEQUENTIAL_NAME, bootstrap_options, row_pairs
@@ -152,14 +154,16 @@ def run_rounds(
     plan = plan or SequentialPlan()
     seeds = list(seeds)
     if len(seeds) < plan.cap:
-        raise ValueError(
+        raise ConfigurationError(
             f"{len(seeds)} seeds for looks up to {plan.cap} seeds per mode: give at least "
-            f"{plan.cap} (--seeds), or a lower last look (--looks)"
+            f"{plan.cap} (--seeds), or a lower last look (--looks)."
         )
     result = RoundsResult(looks={pair: [] for pair in row_pairs(list(configs))})
     if not result.looks:
-        raise ValueError(
-            f"modes {', '.join(configs)} make no pair the report compares; give two modes or more"
+        raise ConfigurationError(
+            f"--modes {' '.join(configs)}: no pair the report compares (each mode vs fe, the "
+            "others vs ft, lora vs bitfit), so nothing for --sequential to decide; add fe or ft "
+            "to --modes."
         )
     for index, count in enumerate(plan.looks):
         pairs = _open_pairs(result)
@@ -170,6 +174,7 @@ def run_rounds(
         runs, result.problem = _round_runs(configs, modes, seeds[:count], Path(results_dir))
         if result.problem is not None:
             print(f"{tool}: sequential comparison stopped: {result.problem}", file=sys.stderr)
+            write_sequential(Path(results_dir), configs, seeds, plan, margin, result)
             break
         result.seeds.update({mode: count for mode in modes})
         if index == 0:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.commands.tune_compare import add_compare_parser, sequential_plan
 from allennlp_tune.results.report import render_markdown, report_from_dirs
@@ -34,8 +35,8 @@ CONFIG = """{
 class FakeTraining:
     """Stands in for `allennlp train`: writes what it would, records calls, can be killed."""
 
-    def __init__(self, interrupt_at=None):
-        self.calls, self.interrupt_at = [], interrupt_at
+    def __init__(self, interrupt_at=None, fail=()):
+        self.calls, self.interrupt_at, self.fail = [], interrupt_at, set(fail)
 
     def __call__(self, command, environment, log_path):
         run_dir = Path(command[command.index("-s") + 1])
@@ -48,6 +49,9 @@ class FakeTraining:
         )
         if len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt  # killed while this run trained
+        if self.calls[-1] in self.fail:
+            log_path.write_text("training\nRuntimeError: boom\n")
+            return 1
         accuracy = 0.8 + seed / 1000
         (run_dir / "metrics.json").write_text(json.dumps({"best_validation_accuracy": accuracy}))
         (run_dir / "model.tar.gz").write_bytes(b"")
@@ -248,3 +252,25 @@ def test_run_compare_with_a_sequential_plan(tmp_path):
     assert (saved["task"], saved["encoder"]) == ("reviews", "bertuncased")
     [pair] = saved["pairs"]
     assert (pair["mode_a"], pair["mode_b"], pair["verdict"], pair["seeds"]) == ("ft", "fe", "ft", 3)
+
+
+def test_a_failed_seed_stops_the_rounds_before_its_look_and_a_rerun_retries_it(tmp_path, capsys):
+    accuracies = {"fe": 0.80, "ft": 0.90}
+    failing = FakeTraining(fail={("fe", 2)})
+    result = compare(tmp_path, accuracies, failing)
+    assert result.looks[("ft", "fe")] == [] and len(result.grid.failed) == 1
+    assert "reviews_bert_fe/seed_2 (failed; log: " in result.problem
+    assert "sequential comparison stopped: " in capsys.readouterr().err
+    saved = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert saved["problem"] == result.problem and saved["pairs"][0]["looks"] == []
+    markdown = render_markdown(report_from_dirs([tmp_path / "out"]))
+    assert "BERT reviews ft − fe: no look yet; open after look 0 of 3" in markdown
+    assert "BERT reviews: stopped early: " in markdown
+    retry = FakeTraining()
+    again = compare(tmp_path, accuracies, retry)
+    assert retry.calls == [("fe", 2)] and again.looks[("ft", "fe")][-1].verdict == "ft"
+
+
+def test_modes_without_a_pair_are_refused(tmp_path):
+    with pytest.raises(ConfigurationError, match="add fe or ft to --modes"):
+        compare(tmp_path, {"sf": 0.8, "bitfit": 0.8}, FakeTraining())
