@@ -109,7 +109,14 @@ def _start(
     """The pairs' comparisons, once the first round's runs tell the metric and its options."""
     every = [run for mode_runs in runs.values() for run in mode_runs]
     metric = str(every[0].metric)
-    options = bootstrap_options(every, metric_kind(metric))
+    try:
+        kind = metric_kind(metric)
+    except ValueError as error:
+        raise ConfigurationError(
+            f"--sequential compares the runs' dev predictions by their metric, and {error}; "
+            "give the task a metric the paired bootstrap knows, or leave --sequential out."
+        ) from error
+    options = bootstrap_options(every, kind)
     result.comparisons = {
         pair: SequentialComparison(pair, metric, plan, margin, **options) for pair in result.looks
     }
