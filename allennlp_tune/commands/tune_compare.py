@@ -4,16 +4,21 @@ your own. See `allennlp_tune.results.compare`."""
 import argparse
 
 from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.commands.results_options import (
     add_output_arguments,
     add_run_arguments,
     checked_ext_vars,
+    fail,
     grid_options,
+    positive_float,
+    positive_int,
     train_and_report,
 )
 from allennlp_tune.results.compare import COMPARE_MODES, DEFAULT_MODES
 
+DEFAULT_SEEDS = (1, 2, 3)
 MODES_HELP = (
     "fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune), bitfit (only the "
     "encoder's bias terms train), lora (low-rank adapters train; transformer encoders only); "
@@ -60,14 +65,79 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
         "--cuda-device", type=int, default=None, help="GPU of every run (TUNE_CUDA_DEVICE)"
     )
     add_run_arguments(subparser)
+    # --seeds not given: 1 2 3, or 1 up to the last look with --sequential (`sequential_plan`).
+    subparser.set_defaults(seeds=None)
+    add_sequential_arguments(subparser)
     add_output_arguments(subparser)
     subparser.set_defaults(func=compare_main)
     return subparser
 
 
+def add_sequential_arguments(subparser: argparse.ArgumentParser) -> None:
+    """--sequential, --looks and --margin; --seeds then gives the order seeds are added in."""
+    subparser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="add seeds in rounds and stop when the answer is known: train the first look's "
+        "seeds of every mode, then after each round compare each pair the report compares "
+        "(each mode vs fe, the others vs ft, lora vs bitfit) with a group-sequential interval "
+        "(alpha spending keeps the error rate at 5%% over all looks); a mode gets no more seeds "
+        "once all its pairs have a verdict. Seeds are 1, 2, ... up to the last look unless "
+        "--seeds lists them (at least that many). Resumable: rerun the same command. Writes "
+        "RESULTS_DIR/sequential.json, which the report shows",
+    )
+    subparser.add_argument(
+        "--looks",
+        nargs="+",
+        type=positive_int,
+        default=None,
+        metavar="SEEDS",
+        help="with --sequential: seeds per mode at each look, increasing, from 2; the last is "
+        "the seed cap (default 3 5 7)",
+    )
+    subparser.add_argument(
+        "--margin",
+        type=positive_float,
+        default=None,
+        metavar="POINTS",
+        help="equivalence margin in points: a pair whose interval lies inside (-M, +M) reads "
+        "'equivalent within M' (with --sequential it stops there)",
+    )
+
+
+def sequential_plan(args: argparse.Namespace):
+    """The `SequentialPlan` of --sequential / --looks (`None` without --sequential), and the
+    seeds in their order; ends the command on a plan that cannot work."""
+    from allennlp_tune.results.sequential import DEFAULT_LOOKS, SequentialPlan
+
+    if not args.sequential:
+        if args.looks is not None:
+            fail("tune-compare", ConfigurationError("--looks needs --sequential."))
+        return None, args.seeds or list(DEFAULT_SEEDS)
+    try:
+        plan = SequentialPlan(looks=tuple(args.looks or DEFAULT_LOOKS))
+    except ValueError as error:
+        fail(
+            "tune-compare",
+            ConfigurationError(f"--looks {' '.join(map(str, args.looks))}: {error}."),
+        )
+    seeds = args.seeds or list(range(1, plan.cap + 1))
+    if len(seeds) < plan.cap:
+        fail(
+            "tune-compare",
+            ConfigurationError(
+                f"--seeds {' '.join(map(str, seeds))}: --sequential looks up to {plan.cap} seeds "
+                f"per mode; list at least {plan.cap} seeds, or leave --seeds out (1 to "
+                f"{plan.cap})."
+            ),
+        )
+    return plan, seeds
+
+
 def compare_main(args: argparse.Namespace) -> None:
     from allennlp_tune.results.compare import EXPERIMENT, run_compare, task_source
 
+    plan, seeds = sequential_plan(args)
     ext_vars = checked_ext_vars(
         "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
     )
@@ -77,10 +147,12 @@ def compare_main(args: argparse.Namespace) -> None:
             args.task,
             args.encoder,
             args.modes,
-            args.seeds,
+            seeds,
             args.results_dir,
             encoder_label=args.encoder_label,
             cuda_device=args.cuda_device,
+            sequential=plan,
+            margin=args.margin,
             **grid_options(args, ext_vars),
         ),
         args,

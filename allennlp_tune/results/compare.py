@@ -52,6 +52,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.results.encoder_check import check_encoder_available
 from allennlp_tune.results.grid import GridResult, check_results_dir, run_grid
+from allennlp_tune.results.rounds import run_sequential
+from allennlp_tune.results.sequential import SequentialPlan
 from allennlp_tune.results.task_checks import (
     MAX_NAME_LENGTH,
     check_data_path,
@@ -485,6 +487,8 @@ def run_compare(
     overrides: Optional[str] = None,
     encoder_label: Optional[str] = None,
     cuda_device: Optional[int] = None,
+    sequential: Optional[SequentialPlan] = None,
+    margin: Optional[float] = None,
     **grid_options: Any,
 ) -> GridResult:
     """
@@ -493,6 +497,10 @@ def run_compare(
     `plan` / `plan_only` (the planner: estimates first, over-budget caches refused before
     training; `plan_only` writes the configs and stops after the plan), `retrain_changed` (for
     complete runs that no longer match the command), and its seams `runner` and `predict`.
+
+    With a `sequential` plan the seeds are added in rounds (`allennlp_tune.results.rounds`):
+    `seeds` is their order (at least the plan's cap), each mode stops once every pair it is in
+    has its verdict, and `margin` (points) gives the equivalence verdict.
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -510,6 +518,20 @@ def run_compare(
     results_dir = Path(results_dir)
     check_results_dir(results_dir)
     configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
+    if sequential is not None and not grid_options.get("plan_only"):
+        written = dict(zip(dict.fromkeys(modes), configs))
+        by_mode = {mode: written[mode] for mode in MODES if mode in written}  # report's order
+        rounds = run_sequential(
+            by_mode,
+            seeds,
+            results_dir,
+            sequential,
+            margin,
+            ext_vars=ext_vars,
+            overrides=overrides,
+            **grid_options,
+        )
+        return rounds.grid
     return run_grid(
         configs,
         seeds,

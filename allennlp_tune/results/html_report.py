@@ -57,10 +57,12 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from allennlp_tune.results.report import (
+    ANSWER_TITLE,
     ENCODER_TITLES,
     METRIC_TITLES,
     TASK_TITLES,
     Report,
+    answer_lines,
     render_json,
 )
 from allennlp_tune.rundir import (
@@ -1123,6 +1125,11 @@ def render_html(
     ]
     summary = report.summary_lines() if report is not None else json_summary_lines(report_json)
     out += [f"<p>{html.escape(line)}</p>" for line in summary]
+    answer = answer_lines(report) if report is not None else report_json.get("answer") or []
+    if answer:
+        out.append(f"<h2>{html.escape(ANSWER_TITLE)}</h2><ul>")
+        out += [f"<li>{html.escape(str(line))}</li>" for line in answer]
+        out.append("</ul>")
     if report is not None:
         for table in report.tables():
             out.append(f"<h2>{html.escape(table.title)}</h2>")

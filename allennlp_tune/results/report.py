@@ -27,6 +27,20 @@ seeds, and why a row or pair has no interval (naming the files of mismatched pre
 With a margin (`tune-report --margin M`, points), a tie whose interval lies inside (-M, +M) reads
 `equivalent within M` (two one-sided tests on the same interval).
 
+The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
+the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
+mean seconds per epoch, then trainable parameters), its 95% intervals against the modes it was
+compared with, its cost (s/epoch, trainable parameters) against theirs, and whether the recipes
+were searched (every run's `tune_run.json` records a `search`; none does yet, so today it says
+"default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
+after two epochs or more) in some run gets a warning: still improving, under-trained at a recipe
+nobody searched. A table whose rows have none of the paper's numbers (tasks or encoders that are
+not the paper's) leaves out the paper's columns, and the summary its citation.
+
+Sequential comparisons. A results folder of `tune-compare --sequential` holds `sequential.json`
+(`allennlp_tune.results.rounds`); the notes show each pair's sequential verdict, the look it
+stopped at and the seeds it needed, beside the fixed 95% interval over all the runs.
+
 Known overlap: when a run's encoder folder (a `model_name` of its config that is a folder) has a
 model card whose `datasets:` names a dataset the task is built from, the task is marked `†`
 (`(†)` where the card only names related data, such as SNLI for SICK-E), and the notes say which
@@ -37,7 +51,10 @@ trainer callback and tune-grid), a cost table: per task and mode the mean over i
 (a run still training or killed has a partial `cost.json`; it is left out) of the
 trainable parameters (the most at any epoch, and their share of all parameters), the parameters
 the archive stores, seconds per epoch, peak RSS (and peak GPU memory where any run has it) and
-the archive's size. A value no run recorded is "n/a"; the notes list the scored runs without
+the archive's size, and, where runs recorded their instances per epoch, the encoder passes
+(`encoder_passes`: training instances x epochs, forward and backward in epochs whose encoder
+trains, forward only in frozen ones, only the first frozen epoch with a feature cache), a unit
+every machine shares. A value no run recorded is "n/a"; the notes list the scored runs without
 `cost.json` or without `dev_predictions.jsonl`.
 
 Runs without a score are never dropped: a cell says `failed (1/3)`, `missing metric (1/3)`,
@@ -78,6 +95,7 @@ from allennlp_tune.results.paired import (
 )
 from allennlp_tune.rundir import (
     COST_NAME,
+    METRICS_NAME,
     MODES,
     OK,
     PREDICTIONS_NAME,
@@ -85,7 +103,11 @@ from allennlp_tune.rundir import (
     TASKS,
     Run,
     load_runs,
+    read_json,
 )
+
+# What `tune-compare --sequential` writes into its results folder (`results.rounds`).
+SEQUENTIAL_NAME = "sequential.json"
 
 # Table 2 of the paper: GLUE/SICK/CoNLL scores, first row of each pair feature extraction.
 PAPER_TABLE_2: Dict[str, Dict[str, Dict[str, float]]] = {
@@ -161,6 +183,8 @@ ABSENT = "(absent)"
 MAX_MIXED_KEYS = 8
 HEADER = ["Task", "Metric", "fe (ours)", "fe (paper)", "ft (ours)", "ft (paper)", "Δ ft−fe (ours)",
           "Δ (paper)", "sf (ours)"]  # fmt: skip
+# The paper's own numbers: left out of a table where no row has them.
+PAPER_COLUMNS = ("fe (paper)", "ft (paper)", "Δ (paper)")
 OTHER_HEADER = ["Run", "Metric", "Score"]
 # The cost table: (title, cost.json key, how a mean is shown); GPU MB only where some run has it.
 COST_COLUMNS = [
@@ -172,6 +196,7 @@ COST_COLUMNS = [
     ("Archive MB", "archive_bytes", "bytes"),
 ]
 GPU_KEY = "peak_gpu_mb"
+PASSES_HEADER = "Encoder passes"
 # A run "has costs" when its cost.json has what the tune_cost callback writes.
 COST_MARKER = "trainable_params"
 
@@ -277,6 +302,10 @@ class Summary:
         means: Dict[str, Any] = {key: self.cost_mean(key) for _, key, _ in COST_COLUMNS}
         means["total_params"] = self.cost_mean("total_params")
         means["runs_with_costs"] = len(self.runs_with_costs())
+        passes = mean_encoder_passes(self)
+        means["encoder_passes"] = (
+            None if passes is None else {"forward_backward": passes[0], "forward": passes[1]}
+        )
         return means
 
     def status_counts(self) -> Dict[str, int]:
@@ -429,6 +458,8 @@ class Report:
     replicates: int = DEFAULT_REPLICATES
     # `--margin M`: a tie whose interval lies inside (-M, +M) reads "equivalent within M".
     margin: Optional[float] = None
+    # The `sequential.json` of each results folder that has one (`tune-compare --sequential`).
+    sequential: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def problems(self) -> List[Run]:
@@ -441,6 +472,9 @@ class Report:
             # The verdict column only where some row has predictions to compare; old run
             # folders (no predictions) keep the table as it was, with the old rule in Delta.
             verdicts = any(row.compared for row in rows)
+            # The paper's columns only where some row has the paper's numbers (its tasks and
+            # encoders); a table of one's own tasks or encoders has none.
+            paper = has_paper_numbers(rows)
             body = []
             for row in rows:
                 delta, delta_mark_ = format_delta(row.delta)
@@ -459,11 +493,16 @@ class Report:
                 if verdicts:
                     cells.append(verdict_cell(row.verdict))
                 cells += [(paper_delta, paper_mark), (row.cells["sf"].text(), None)]
-                body.append(cells + [(row.cells[mode].text(), None) for mode in extra_modes])
+                cells += [(row.cells[mode].text(), None) for mode in extra_modes]
+                body.append(cells)
             header = list(HEADER)
             if verdicts:
                 header.insert(header.index("Δ (paper)"), VERDICT_HEADER)
             header += [f"{mode} (ours)" for mode in extra_modes]
+            if not paper:
+                keep = [i for i, name in enumerate(header) if name not in PAPER_COLUMNS]
+                header = [header[i] for i in keep]
+                body = [[cells[i] for i in keep] for cells in body]
             tables.append(Table(ENCODER_TITLES.get(encoder, encoder), header, body))
             compared = paired_table(ENCODER_TITLES.get(encoder, encoder), rows)
             if compared is not None:
@@ -506,7 +545,12 @@ class Report:
                 f"paired intervals, see the notes): {FAVOURS_FINE_TUNING} favours fine-tuning "
                 f"(Δ > 1), {FAVOURS_FEATURE_EXTRACTION} favours feature extraction (Δ < −1)."
             )
-            + " Paper: Peters, Ruder & Smith (2019), Table 2. sf = stack-then-finetune.",
+            + (
+                " Paper: Peters, Ruder & Smith (2019), Table 2."
+                if any(has_paper_numbers(rows) for rows in self.encoder_rows.values())
+                else ""
+            )
+            + " sf = stack-then-finetune.",
         ]
         if any(row.overlaps for row in self.rows()):
             lines.append(
@@ -579,6 +623,44 @@ class Report:
                 lines.append(f"{label}: no interval of ft vs fe; {kept}.")
         return lines
 
+    def sequential_lines(self) -> List[str]:
+        """
+        Per pair of a `tune-compare --sequential` folder: the sequential verdict, the look it
+        stopped at and the seeds it needed, beside the fixed 95% interval over all the runs.
+        """
+        lines: List[str] = []
+        for saved in self.sequential:
+            plan = saved.get("plan") or {}
+            if plan.get("description") and plan["description"] not in lines:
+                lines.append(plan["description"])
+            encoder, task = str(saved.get("encoder")), str(saved.get("task"))
+            label = f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(task)}"
+            row = next((r for r in self.encoder_rows.get(encoder, []) if r.task == task), None)
+            looks = len(plan.get("looks") or [])
+            for pair in saved.get("pairs") or []:
+                mode_a, mode_b = pair.get("mode_a"), pair.get("mode_b")
+                taken = len(pair.get("looks") or [])
+                where = (
+                    f"stopped at look {taken} of {looks}, after {pair.get('seeds')} seeds each"
+                    if pair.get("stopped")
+                    else f"open after look {taken} of {looks} (rerun the command to go on)"
+                )
+                fixed = row.pair(mode_a, mode_b) if row is not None else None
+                beside = f"; fixed 95% interval over all runs: {fixed.text()}" if fixed else ""
+                said = pair.get("text") or "no look yet"
+                lines.append(f"{label} {mode_a} − {mode_b}: {said}; {where}{beside}.")
+            trained = saved.get("seeds_trained") or {}
+            if trained:
+                runs = sum(trained.values())
+                lines.append(
+                    f"{label}: seeds trained per mode "
+                    + ", ".join(f"{mode} {count}" for mode, count in trained.items())
+                    + f" ({runs} runs; {saved.get('runs_at_cap')} at the seed cap)."
+                )
+            if saved.get("problem"):
+                lines.append(f"{label}: stopped early: {saved['problem']}.")
+        return lines
+
     def overlap_lines(self) -> List[str]:
         """Which rows overlap the encoder's training data, which dataset, and why it matters."""
         lines = []
@@ -644,6 +726,7 @@ class Report:
         """The sections under the tables, as (title, lines), each only when it has lines."""
         sections = [
             ("Paired comparisons (verdicts)", self.paired_lines()),
+            ("Sequential comparison (seeds in rounds)", self.sequential_lines()),
             ("Known overlap with the encoder's training data (model card)", self.overlap_lines()),
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
             ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
@@ -777,6 +860,11 @@ def has_costs(run: Run) -> bool:
     return run.cost is not None and _is_number(run.cost.get(COST_MARKER))
 
 
+def has_paper_numbers(rows: Sequence[Row]) -> bool:
+    """Whether some row has the paper's Table 2 numbers (one of its tasks with its encoder)."""
+    return any(value is not None for row in rows for value in row.paper.values())
+
+
 def shown_modes(rows: Sequence[Row]) -> List[str]:
     """fe, ft and sf, then bitfit and lora where some row has runs of them."""
     used = {mode for row in rows for mode in row.used_modes()}
@@ -821,6 +909,59 @@ def _share(part: float, total: float) -> str:
     return f"{share:.2f}%" if share < 10 else f"{share:.1f}%"
 
 
+def uses_feature_cache(run: Run) -> bool:
+    """Whether the run's encoder had a feature cache (`feature_cache` set in its config)."""
+    return any(
+        key.split(".")[-1] == "feature_cache" or ".feature_cache." in key
+        for key, value in (run.settings or {}).items()
+        if value not in ("null", "false")
+    )
+
+
+def encoder_passes(run: Run) -> Optional[Tuple[int, int]]:
+    """
+    (forward+backward, forward-only) encoder passes over training instances, from `cost.json`'s
+    `epoch_instances` and `epoch_encoder_trained`: an epoch whose encoder trains counts its
+    instances forward and backward, a frozen epoch forward only, and with a feature cache only
+    the first frozen epoch (the later ones read the cache and run no encoder). Validation passes
+    are not counted. `None` for a run that did not record them.
+    """
+    cost = run.cost or {}
+    instances, trained = cost.get("epoch_instances"), cost.get("epoch_encoder_trained")
+    if not isinstance(instances, list) or not isinstance(trained, list) or not instances:
+        return None
+    cached = uses_feature_cache(run)
+    both = forward = 0
+    frozen_epochs = 0
+    for count, encoder_trained in zip(instances, trained):
+        if encoder_trained:
+            both += int(count)
+            continue
+        if not cached or frozen_epochs == 0:
+            forward += int(count)
+        frozen_epochs += 1
+    return both, forward
+
+
+def mean_encoder_passes(summary: Summary) -> Optional[Tuple[float, float]]:
+    """The mean of `encoder_passes` over the scored runs that recorded it."""
+    counted = [p for p in map(encoder_passes, summary.scored_runs) if p is not None]
+    if not counted:
+        return None
+    return (
+        statistics.fmean(both for both, _ in counted),
+        statistics.fmean(forward for _, forward in counted),
+    )
+
+
+def passes_text(passes: Optional[Tuple[float, float]]) -> str:
+    """`12.0k fwd+bwd, 4.0k fwd`, `n/a`."""
+    if passes is None:
+        return NOT_AVAILABLE
+    both, forward = passes
+    return f"{format_params(both)} fwd+bwd, {format_params(forward)} fwd"
+
+
 def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     """
     The cost table under an encoder's scores: one row per task and mode with runs, each value
@@ -831,15 +972,20 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
         return None
     gpu = any(summary.cost_mean(GPU_KEY) is not None for _, _, summary in cells)
     columns = [column for column in COST_COLUMNS if gpu or column[1] != GPU_KEY]
+    # Encoder passes (the unit every machine shares) where some run recorded them.
+    passes = any(mean_encoder_passes(summary) is not None for _, _, summary in cells)
     body = []
     for task, mode, summary in cells:
         body.append(
             # One "Cell" column ("SICK-E lora"), so rows never start like the score table's.
             [(f"{_task_title(task)} {mode}", None)]
             + [(_cost_text(summary, key, kind), None) for _, key, kind in columns]
+            + ([(passes_text(mean_encoder_passes(summary)), None)] if passes else [])
             + [(f"{len(summary.runs_with_costs())}/{len(summary.runs)}", None)]
         )
-    header = ["Cell"] + [name for name, _, _ in columns] + ["Runs with costs"]
+    header = ["Cell"] + [name for name, _, _ in columns]
+    header += [PASSES_HEADER] if passes else []
+    header += ["Runs with costs"]
     return Table(f"{title}: costs (mean over runs)", header, body)
 
 
@@ -904,6 +1050,18 @@ def _setting(runs: Sequence[Run], name: str) -> Optional[str]:
     return None
 
 
+def bootstrap_options(runs: Sequence[Run], kind: str) -> Dict[str, Optional[str]]:
+    """
+    What the paired bootstrap needs besides the predictions, read from the runs' configs: the
+    `positive_label` of an F1 metric and the `label_encoding` of span F1 (`kind` is
+    `paired.metric_kind` of the runs' metric).
+    """
+    return {
+        "positive_label": _setting(runs, "positive_label") if kind == "f1" else None,
+        "tag_encoding": _setting(runs, "label_encoding") if kind == "span_f1" else None,
+    }
+
+
 def compute_paired(
     row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0, margin: Optional[float] = None
 ) -> None:
@@ -966,12 +1124,7 @@ def compute_paired(
     except ValueError as error:
         row.paired_notes = notes + [f"no intervals: {error}"]
         return
-    options = dict(
-        replicates=replicates,
-        seed=seed,
-        positive_label=_setting(runs, "positive_label") if kind == "f1" else None,
-        tag_encoding=_setting(runs, "label_encoding") if kind == "span_f1" else None,
-    )
+    options = dict(replicates=replicates, seed=seed, **bootstrap_options(runs, kind))
     try:
         results = compare_modes(by_mode, metric, pairs=pairs, **options)
     except PredictionsMismatch:
@@ -1106,7 +1259,148 @@ def report_from_dirs(
 ) -> Report:
     runs, superseded = load_runs([Path(d) for d in dirs], split)
     roots = [str(d) for d in dirs]
-    return build_report(runs, roots, superseded, split, intervals, replicates, margin)
+    report = build_report(runs, roots, superseded, split, intervals, replicates, margin)
+    report.sequential = [
+        saved for saved in (read_json(Path(d) / SEQUENTIAL_NAME) for d in dirs) if saved is not None
+    ]
+    return report
+
+
+# The answer first -------------------------------------------------------------------------------
+
+ANSWER_TITLE = "The answer"
+DEFAULT_RECIPES = (
+    "default recipes (each mode at its config's recipe, none searched), so the verdict "
+    "compares recipes as much as ways of adapting the encoder"
+)
+SEARCHED_RECIPES = "searched recipes (every run records the search it came from)"
+
+
+def last_epoch_best(run: Run) -> Optional[Tuple[bool, int]]:
+    """
+    (whether the run's best epoch was its last, epochs trained) from its `metrics.json`
+    (`best_epoch`, `epoch`: 0-based); `None` without both, or after a single epoch (nothing to
+    tell a rising curve from).
+    """
+    metrics = read_json(run.path / METRICS_NAME) or {}
+    best, last = metrics.get("best_epoch"), metrics.get("epoch")
+    if not (_is_number(best) and _is_number(last)) or last < 1:
+        return None
+    return best >= last, int(last) + 1
+
+
+def under_trained(row: Row) -> Dict[str, Tuple[int, int, int]]:
+    """Per mode whose best epoch was the last in some scored run: (such runs, runs that tell,
+    most epochs trained)."""
+    found: Dict[str, Tuple[int, int, int]] = {}
+    for mode in row.used_modes():
+        told = [t for t in map(last_epoch_best, row.cells[mode].scored_runs) if t is not None]
+        rising = sum(1 for last, _ in told if last)
+        if rising:
+            found[mode] = (rising, len(told), max(epochs for _, epochs in told))
+    return found
+
+
+def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]:
+    """(the other mode, difference, low, high) of a pair, as `mode` − the other."""
+    if result.mode_a == mode:
+        return result.mode_b, result.difference, result.low, result.high
+    return result.mode_a, -result.difference, -result.high, -result.low
+
+
+def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
+    """Cheapest first: mean seconds per epoch, then trainable parameters, then `MODES` order."""
+    cell = row.cells[mode]
+    seconds = cell.cost_mean("mean_epoch_seconds")
+    params = cell.cost_mean("trainable_params")
+    return (
+        seconds if seconds is not None else float("inf"),
+        params if params is not None else float("inf"),
+        MODES.index(mode),
+    )
+
+
+def choose_arm(row: Row) -> Optional[str]:
+    """
+    The arm to use: of the compared modes that no pair found worse than another (a tie or a
+    win in each of their pairs), the cheapest (`_cost_key`); `None` without paired results.
+    """
+    compared = {mode for result in row.paired for mode in (result.mode_a, result.mode_b)}
+    beaten = {
+        result.mode_b if result.verdict == result.mode_a else result.mode_a
+        for result in row.paired
+        if result.verdict in (result.mode_a, result.mode_b)
+    }
+    unbeaten = [mode for mode in MODES if mode in compared and mode not in beaten]
+    return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
+
+
+def _cost_words(row: Row, mode: str) -> str:
+    """`12.3 s/epoch, 22.57M trainable, encoder passes 15.0k fwd+bwd, 0 fwd` (what of it the
+    runs recorded; `no costs recorded`)."""
+    cell = row.cells[mode]
+    seconds = cell.cost_mean("mean_epoch_seconds")
+    params = cell.cost_mean("trainable_params")
+    parts = [f"{seconds:.1f} s/epoch"] if seconds is not None else []
+    parts += [f"{format_params(params)} trainable"] if params is not None else []
+    passes = mean_encoder_passes(cell)
+    parts += [f"encoder passes {passes_text(passes)}"] if passes is not None else []
+    return ", ".join(parts) if parts else "no costs recorded"
+
+
+def answer_sentence(label: str, row: Row) -> Optional[str]:
+    """One sentence: which arm, by how much (95% intervals), at what cost, how fair."""
+    arm = choose_arm(row)
+    if arm is None:
+        return None
+    said = []
+    for result in row.paired:
+        if arm not in (result.mode_a, result.mode_b):
+            continue
+        other, difference, low, high = _against(result, arm)
+        interval = f"{_signed(difference)} [{_signed(low)}, {_signed(high)}]"
+        if result.verdict == arm:
+            said.append(f"beats {other} by {interval}")
+        elif result.verdict == TIE:
+            said.append(f"ties {other} ({interval})")
+        else:  # equivalent within the margin
+            said.append(f"is {result.verdict} of {other} ({interval})")
+    # A tie (or equivalence) with another arm: both are unbeaten, and the cheaper was chosen.
+    tied = any(not text.startswith("beats") for text in said)
+    why = " (the cheapest per epoch of the arms that no other beats)" if tied else ""
+    others = [mode for mode in row.used_modes() if mode != arm and row.cells[mode].scored_runs]
+    cost = f"costs {_cost_words(row, arm)}" + (
+        " against " + "; ".join(f"{mode} {_cost_words(row, mode)}" for mode in others)
+        if others
+        else ""
+    )
+    searched = all(
+        run.info.get("search") for cell in row.cells.values() for run in cell.scored_runs
+    )
+    fair = SEARCHED_RECIPES if searched else DEFAULT_RECIPES
+    first = row.paired[0]
+    return (
+        f"{label} ({first.metric}, points, 95% intervals): use {arm} "
+        f"({MODE_TITLES.get(arm, arm)}){why}: it {', '.join(said)}; it {cost}; {fair}."
+    )
+
+
+def answer_lines(report: "Report") -> List[str]:
+    """The answer sentence of every row with paired results, each with its under-training
+    warnings (a mode whose best epoch was its last: still improving when it stopped)."""
+    lines = []
+    for label, row in report.labelled_rows():
+        sentence = answer_sentence(label, row)
+        if sentence is not None:
+            lines.append(sentence)
+        for mode, (rising, told, epochs) in under_trained(row).items():
+            lines.append(
+                f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
+                f"runs ({epochs} epochs): still improving when training stopped, so "
+                "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
+                "another rate may change its verdict."
+            )
+    return lines
 
 
 def _markdown_escape(text: str) -> str:
@@ -1116,6 +1410,10 @@ def _markdown_escape(text: str) -> str:
 def render_markdown(report: Report) -> str:
     lines = ["# Feature extraction vs fine-tuning", ""]
     lines += [line + "  " for line in report.summary_lines()]
+    answer = answer_lines(report)
+    if answer:
+        lines += ["", f"## {ANSWER_TITLE}", ""]
+        lines += [f"- {_markdown_escape(line)}" for line in answer]
     if not report.runs:
         lines += ["", "No runs found (a run directory holds config.json or tune_run.json)."]
     for table in report.tables():
@@ -1188,6 +1486,7 @@ def render_json(report: Report) -> Dict[str, Any]:
                 }
             )
     return {
+        "answer": answer_lines(report),
         "split": report.split,
         "roots": report.roots,
         "superseded": report.superseded,
@@ -1200,6 +1499,7 @@ def render_json(report: Report) -> Dict[str, Any]:
         "margin": report.margin,
         "rows": rows,
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
+        "sequential": report.sequential,
         "runs_without_costs": [str(run.path) for run in report.without_costs()],
         "runs_without_predictions": [str(run.path) for run in report.without_predictions()],
     }

@@ -182,6 +182,12 @@ def test_allennlp_evaluate_on_the_command_line_refuses_it(sandbox, tmp_path):
     (work / "data.jsonl").write_text('{"text": "good", "label": "pos"}\n')
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO_ROOT))
     env["TMPDIR"] = str(tmp_path / "tmp")
+    # `allennlp evaluate` imports every AllenNLP module, torchvision and torch._dynamo with
+    # them, which makes torch's compile cache folder in TMPDIR unless TORCHINDUCTOR_CACHE_DIR
+    # is set (torch sets it in os.environ the first time, so whether this process had imported
+    # torch._dynamo before decided where the child put it). Torch's cache is not what the
+    # check is about: it goes outside the sandbox.
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path.parent / "torchinductor")
     result = subprocess.run(
         [sys.executable, "-m", "allennlp", "evaluate", str(archive), "data.jsonl"],
         cwd=work,

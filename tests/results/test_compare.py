@@ -249,7 +249,10 @@ def test_tune_compare_on_a_csv_task_of_ones_own(tmp_path, monkeypatch, capsys):
     assert "6 trained, 0 already complete, 0 failed" in printed.err
     assert "## bertuncased" in printed.out
     row = [line for line in printed.out.splitlines() if line.startswith("| reviews | accuracy |")]
-    assert len(row) == 1 and row[0].count("(n=2)") == 3 and "| — |" in row[0], printed.out
+    assert len(row) == 1 and row[0].count("(n=2)") == 3, printed.out
+    # Not the paper's task nor encoder: no paper columns, and the answer comes first.
+    assert "(paper)" not in printed.out and "| — |" not in row[0], printed.out
+    assert printed.out.index("## The answer") < printed.out.index("## bertuncased")
 
     archives = {run: (run / "model.tar.gz").stat().st_mtime_ns for run in results.glob("*/seed_*")}
     assert allennlp(monkeypatch, *argv) == 0

@@ -109,6 +109,10 @@ def test_frozen_run_trains_fewer_parameters_and_predicts_the_dev_set(tmp_path, m
     assert cost["peak_rss_mb"] > 50
     assert cost["peak_gpu_mb"] is None  # CPU
     assert cost["finished"] is True
+    # Every training instance once in its one epoch, the encoder frozen: forward passes only.
+    train_rows = (FIXTURE_DATA_DIR / "sst-2" / "train.tsv").read_text().strip().splitlines()
+    assert cost["epoch_instances"] == [len(train_rows) - 1]
+    assert cost["epoch_encoder_trained"] == [False]
 
     size = record_archive_size(run_dir)
     assert size == (run_dir / "model.tar.gz").stat().st_size > 0
@@ -131,6 +135,8 @@ def test_fine_tuning_trains_every_parameter(tmp_path, monkeypatch):
     cost = train("sst2_bert_ft", tmp_path / "run", monkeypatch, tmp_path)
     assert cost["trainable_params"] == cost["total_params"] == cost["stored_params"]
     assert cost["encoder_trainable_params"] == cost["encoder_params"]
+    assert cost["epoch_encoder_trained"] == [True] * cost["epochs"]
+    assert len(cost["epoch_instances"]) == cost["epochs"] and cost["epoch_instances"][0] > 0
 
 
 def test_stack_then_finetune_counts_the_most_it_trained_and_predicts_without_caching_again(
@@ -144,6 +150,8 @@ def test_stack_then_finetune_counts_the_most_it_trained_and_predicts_without_cac
     )
     assert cost["trainable_params"] == cost["total_params"]
     assert cost["epochs"] == len(cost["epoch_seconds"]) == 2
+    assert cost["epoch_encoder_trained"] == [False, True]  # backward through it in epoch 1 only
+    assert cost["epoch_instances"][0] == cost["epoch_instances"][1] > 0
     phases = read_lines(run_dir / "adaptation.jsonl")
     assert phases[0]["trainable_groups"] == 0 and phases[-1]["trainable_groups"] > 0
 

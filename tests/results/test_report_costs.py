@@ -229,3 +229,36 @@ def test_trainable_share_never_rounds_a_frozen_encoder_away():
 
     assert _share(20_910_000, 20_925_000) == ">99.9%"  # a tiny frozen encoder under a big head
     assert _share(5, 5) == "100%" and _share(1, 3) == "33.3%" and _share(1, 80) == "1.25%"
+
+
+def test_encoder_passes_count_instances_per_epoch_and_the_cache(tmp_path, make_run):
+    """ft: forward and backward every epoch; fe with a feature cache: forward in its first
+    epoch only (the later ones read the cache); fe without one: forward every epoch."""
+    root = tmp_path / "runs"
+    epochs = {"epoch_instances": [1000, 1000, 1000]}
+    cells = {
+        "sick_e_bert_ft": ({"epoch_encoder_trained": [True] * 3}, None),
+        "sick_e_bert_fe": ({"epoch_encoder_trained": [False] * 3}, {}),
+        "sick_e_bert_sf": ({"epoch_encoder_trained": [False, True, True]}, {}),
+        "mrpc_bert_fe": ({"epoch_encoder_trained": [False] * 3}, None),
+    }
+    for cell, (trained, cache) in cells.items():
+        run_dir = make_run(root / cell / "seed_1", 1, 0.8)
+        if cache is not None:
+            config = json.loads((run_dir / "config.json").read_text())
+            config["model"] = {"embedder": {"feature_cache": cache}}
+            (run_dir / "config.json").write_text(json.dumps(config))
+        add_outputs(run_dir, cost(1000, seconds=(1.0, 1.0, 1.0), **epochs, **trained))
+    markdown = render_markdown(report_from_dirs([root], intervals=False))
+    rows = table_rows(markdown, "BERT: costs (mean over runs)")
+    assert rows["SICK-E ft"][-2] == "3.0k fwd+bwd, 0 fwd"
+    assert rows["SICK-E fe"][-2] == "0 fwd+bwd, 1.0k fwd"
+    assert rows["SICK-E sf"][-2] == "2.0k fwd+bwd, 1.0k fwd"
+    assert rows["MRPC fe"][-2] == "0 fwd+bwd, 3.0k fwd"
+    assert "| Encoder passes | Runs with costs |" in markdown
+    data = render_json(report_from_dirs([root], intervals=False))
+    sick_e = next(row for row in data["rows"] if row["task"] == "sick_e")
+    assert sick_e["cells"]["sf"]["cost"]["encoder_passes"] == {
+        "forward_backward": 2000.0,
+        "forward": 1000.0,
+    }

@@ -344,3 +344,28 @@ def test_looks_step_by_step_and_their_text():
     assert last.as_dict()["decision"] == last.decision
     # A plan's note for the report.
     assert "O'Brien-Fleming" in PLAN.describe() and "3, 5, 7" in PLAN.describe()
+
+
+def test_seeds_with_equal_scores_do_not_make_the_interval_a_point():
+    """
+    Each mode's two seeds are right on complementary halves of the dev set: every seed scores
+    exactly 50%, and each mode's mean over its seeds is 0.5 on every example, so V_data is 0 and
+    the seeds' spread is 0. Before the floor, V was 0 and the first look said "equivalent within
+    1 point" from two coin-flip seeds per mode; the seeds' per-example noise must keep the
+    interval wide.
+    """
+    n = 200
+    half = np.arange(n) < n // 2
+    correct = np.stack([np.stack([half, ~half])] * 2)  # (2 modes, 2 seeds, n)
+    gold = np.random.default_rng(10).integers(0, 2, n)
+    runs_a, runs_b = as_runs(correct, gold)
+    plan = SequentialPlan(looks=(2, 4, 6), alpha=ALPHA)
+    comparison = SequentialComparison(("ft", "fe"), "accuracy", plan, margin=1.0, replicates=300)
+    look = comparison.look(runs_a, runs_b)
+    assert look.scores_a == look.scores_b == (50.0, 50.0)
+    assert look.data_std_error == pytest.approx(0.0, abs=1e-9)
+    # Closed form: each seed deviates by +-50 points from its mode's mean on every example, so
+    # R_m = 50^2 / n / (S - 1) = 12.5 per mode, and V is its floor R_a + R_b = 25: 5 points.
+    assert look.std_error == pytest.approx(5.0, rel=0.1)
+    assert look.decision == CONTINUE and not look.within_margin
+    assert look.high - look.low > 10

@@ -16,9 +16,17 @@ The `tune_cost` callback writes `cost.json` into the serialization directory aft
   "peak_rss_mb": 2310.5,                // of the training process (VmHWM on Linux)
   "peak_gpu_mb": null,                  // torch.cuda.max_memory_allocated on CUDA, else null
   "epochs": 2,
+  "epoch_instances": [5000, 5000],      // training instances per epoch (this process's)
+  "epoch_encoder_trained": [false, false],  // whether the encoder trained (beyond its scalar mix)
   "finished": true                      // false while training (or when it was stopped)
 }
 ```
+
+`epoch_instances` and `epoch_encoder_trained` give the cost in a unit every machine shares:
+encoder passes (instances x epochs), forward and backward in an epoch whose encoder trains,
+forward only in one whose encoder is frozen (tune-report: `encoder_passes`). Instances are
+counted from each training batch's first tensor (its first dimension); under distributed
+training each process counts its own share and the primary writes its count.
 
 Trainable parameters are counted (`requires_grad`) when training starts and at the start of
 every epoch (its first training batch), and the maximum is kept: stack-then-finetune and
@@ -43,6 +51,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import torch
+from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.training.callbacks import TrainerCallback
 
@@ -63,6 +72,34 @@ def encoder_parameters(model: torch.nn.Module) -> List[torch.nn.Parameter]:
 
 def count(parameters, trainable_only: bool = False) -> int:
     return sum(p.numel() for p in parameters if p.requires_grad or not trainable_only)
+
+
+def encoder_trains(model: torch.nn.Module) -> bool:
+    """
+    Whether training runs backward through the encoder: some parameter of its token embedders
+    other than their scalar mixes trains (all of it, its biases, adapters inside it). A frozen
+    encoder's scalar mix trains on the encoder's outputs, with no backward pass through it.
+    """
+    mixes = {
+        id(parameter)
+        for module in model.modules()
+        if isinstance(module, ScalarMix)
+        for parameter in module.parameters()
+    }
+    return any(p.requires_grad and id(p) not in mixes for p in encoder_parameters(model))
+
+
+def batch_instances(batch: Any) -> int:
+    """The instances in a batch (a `TensorDict`, nested): its first tensor's first dimension;
+    0 when it has no tensor."""
+    if isinstance(batch, torch.Tensor):
+        return int(batch.size(0)) if batch.dim() else 0
+    if isinstance(batch, dict):
+        for value in batch.values():
+            found = batch_instances(value)
+            if found:
+                return found
+    return 0
 
 
 def stored_parameters(model: torch.nn.Module) -> int:
@@ -110,6 +147,8 @@ class CostCallback(TrainerCallback):
         self._trainable = 0
         self._encoder_trainable = 0
         self._epoch_seconds: List[float] = []
+        self._epoch_instances: List[int] = []
+        self._epoch_encoder_trained: List[bool] = []
         self._mark: Optional[float] = None
 
     def _count_trainable(self, trainer) -> None:
@@ -132,6 +171,8 @@ class CostCallback(TrainerCallback):
             "peak_rss_mb": peak_rss_mb(),
             "peak_gpu_mb": peak_gpu_mb(model),
             "epochs": len(seconds),
+            "epoch_instances": list(self._epoch_instances),
+            "epoch_encoder_trained": list(self._epoch_encoder_trained),
             "finished": finished,
         }
 
@@ -161,9 +202,15 @@ class CostCallback(TrainerCallback):
         batch_grad_norm: Optional[float] = None,
         **kwargs,
     ) -> None:
-        if is_training and batch_number == 1:
+        if not is_training:
+            return
+        if batch_number == 1:
             # The epoch's trainable set, whichever order the callbacks changed it in.
             self._count_trainable(trainer)
+            self._epoch_encoder_trained.append(encoder_trains(trainer.model))
+            self._epoch_instances.append(0)
+        if self._epoch_instances:
+            self._epoch_instances[-1] += sum(batch_instances(batch) for batch in batch_inputs)
 
     def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary=True, **kwargs):
         now = time.monotonic()
@@ -183,9 +230,13 @@ class CostCallback(TrainerCallback):
             "trainable": self._trainable,
             "encoder_trainable": self._encoder_trainable,
             "epoch_seconds": list(self._epoch_seconds),
+            "epoch_instances": list(self._epoch_instances),
+            "epoch_encoder_trained": list(self._epoch_encoder_trained),
         }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         self._trainable = state_dict.get("trainable", 0)
         self._encoder_trainable = state_dict.get("encoder_trainable", 0)
         self._epoch_seconds = list(state_dict.get("epoch_seconds", []))
+        self._epoch_instances = list(state_dict.get("epoch_instances", []))
+        self._epoch_encoder_trained = list(state_dict.get("epoch_encoder_trained", []))

@@ -1,0 +1,97 @@
+"""tune-report's answer first (one sentence per task before the tables), its under-training
+warning, and the paper's columns left out of tables of tasks that are not the paper's."""
+
+import json
+
+from allennlp_tune.results.html_report import render_report_html
+from allennlp_tune.results.report import (
+    ANSWER_TITLE,
+    DEFAULT_RECIPES,
+    choose_arm,
+    render_json,
+    render_markdown,
+)
+from tests.results.test_report_verdict import GOLDS, make, notes, report, table, wrong_every
+
+COSTS = {  # mode: (seconds per epoch, trainable parameters)
+    "fe": (5.0, 21_000_000),
+    "ft": (40.0, 22_600_000),
+    "lora": (30.0, 300_000),
+}
+
+
+def own_task(tmp_path, make_run, modes=("fe", "ft", "lora"), rising=("ft",)):
+    """A task of one's own with MiniLM: fe wrong on every third example, ft and lora right on
+    all; the modes in `rising` had their best epoch at the last of 2."""
+    root = tmp_path / "runs"
+    for mode in modes:
+        for seed in (1, 2, 3):
+            predictions = wrong_every(3, seed) if mode == "fe" else list(GOLDS)
+            run_dir = make(make_run, root, f"reviews_minilm_{mode}", seed, predictions)
+            seconds, params = COSTS[mode]
+            cost = {"trainable_params": params, "total_params": 23e6, "mean_epoch_seconds": seconds}
+            cost.update(epoch_instances=[120, 120], epoch_encoder_trained=[mode != "fe"] * 2)
+            (run_dir / "cost.json").write_text(json.dumps(cost))
+            metrics = json.loads((run_dir / "metrics.json").read_text())
+            metrics.update(epoch=1, best_epoch=1 if mode in rising else 0)
+            (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    return root
+
+
+def test_the_answer_comes_first_with_its_interval_cost_and_fairness(tmp_path, make_run):
+    rendered = report(own_task(tmp_path, make_run))
+    markdown = render_markdown(rendered)
+    assert markdown.index(f"## {ANSWER_TITLE}") < markdown.index("## minilm\n")
+    sentence, warning = notes(markdown, ANSWER_TITLE)
+    # ft and lora both beat fe and tie each other: the cheaper of the two (s/epoch) is the arm.
+    assert choose_arm(rendered.rows()[0]) == "lora"
+    assert sentence.startswith(
+        "minilm reviews (accuracy, points, 95% intervals): use lora (low-rank adapters) (the "
+        "cheapest per epoch of the arms that no other beats): it beats fe by +33.3 ["
+    )
+    assert "], ties ft (+0.0 [+0.0, +0.0]); it costs" in sentence
+    assert (
+        "it costs 30.0 s/epoch, 300.0k trainable, encoder passes 240 fwd+bwd, 0 fwd against "
+        "fe 5.0 s/epoch, 21.00M trainable, encoder passes 0 fwd+bwd, 240 fwd; "
+        "ft 40.0 s/epoch, 22.60M trainable, encoder passes 240 fwd+bwd, 0 fwd; "
+    ) in sentence
+    assert sentence.endswith(DEFAULT_RECIPES + ".")
+    assert warning.startswith(
+        "Warning: minilm reviews ft: its best epoch was its last in 3 of 3 runs (2 epochs)"
+    )
+    assert render_json(rendered)["answer"] == [sentence, warning]
+    page = render_report_html(rendered)
+    assert page.index(f"<h2>{ANSWER_TITLE}</h2>") < page.index("<h2>minilm</h2>")
+    assert "use lora (low-rank adapters)" in page
+
+
+def test_a_clear_single_winner_and_no_warning_for_early_stopped_runs(tmp_path, make_run):
+    rendered = report(own_task(tmp_path, make_run, modes=("fe", "ft"), rising=()))
+    [sentence] = notes(render_markdown(rendered), ANSWER_TITLE)
+    assert "use ft (fine-tuning): it beats fe by +33.3 [" in sentence
+    assert "ties" not in sentence and "cheapest" not in sentence
+
+
+def test_no_paper_columns_for_a_task_that_is_not_the_papers(tmp_path, make_run):
+    markdown = render_markdown(report(own_task(tmp_path, make_run)))
+    header, rows = table(markdown, "minilm")
+    assert not [name for name in header if "paper" in name]
+    assert header[:6] == ["Task", "Metric", "fe (ours)", "ft (ours)", "Δ ft−fe (ours)"] + [
+        "Verdict ft vs fe (95% CI)"
+    ]
+    assert rows["reviews"]["lora (ours)"].endswith("(n=3)")
+    assert "Paper: Peters" not in markdown
+
+
+def test_the_papers_columns_stay_beside_the_papers_tasks(tmp_path, make_run):
+    root = tmp_path / "runs"
+    for seed in (1, 2):
+        make(make_run, root, "sick_e_bert_fe", seed, wrong_every(3, seed))
+        make(make_run, root, "sick_e_bert_ft", seed, list(GOLDS))
+    markdown = render_markdown(report(root))
+    header, _ = table(markdown, "BERT")
+    assert "fe (paper)" in header and "Δ (paper)" in header
+    assert "Paper: Peters, Ruder & Smith (2019), Table 2." in markdown
+    [sentence] = notes(markdown, ANSWER_TITLE)
+    assert sentence.startswith("BERT SICK-E (accuracy, points, 95% intervals): use ft")
+    assert "no costs recorded" in sentence

@@ -1,0 +1,276 @@
+"""
+Seeds in rounds (`allennlp_tune.results.rounds`, `tune-compare --sequential`) through the real
+grid with its seams: a fake `allennlp train` (`runner`) and a fake `predict` that writes
+synthetic dev predictions whose accuracy is each mode's true accuracy plus a per-seed shift. No
+training; each test takes a few seconds (the bootstrap behind each look).
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.commands.tune_compare import add_compare_parser, sequential_plan
+from allennlp_tune.results.report import render_markdown, report_from_dirs
+from allennlp_tune.results.rounds import SEQUENTIAL_NAME, run_sequential
+from allennlp_tune.results.sequential import AT_CAP, EQUIVALENT, SequentialPlan
+from allennlp_tune.rundir import parse_run_name
+
+PLAN = SequentialPlan(looks=(3, 5, 7))
+# One fixed random stream: these tests check the rounds' mechanics on one comparison of each
+# kind; the procedure's error rates over many comparisons are tests/results/test_sequential.py's.
+# (At a true difference of 0, 1 comparison in 20 may say "better": stream 0 of the old seeding,
+# [mode, seed], was one, so the null tests would have tested a false verdict.)
+STREAM = 1
+EXAMPLES = 1500
+CONFIG = """{
+  random_seed: std.parseInt(std.extVar("TUNE_SEED")),
+  trainer: {validation_metric: "+accuracy"},
+}"""
+
+
+class FakeTraining:
+    """Stands in for `allennlp train`: writes what it would, records calls, can be killed."""
+
+    def __init__(self, interrupt_at=None, fail=()):
+        self.calls, self.interrupt_at, self.fail = [], interrupt_at, set(fail)
+
+    def __call__(self, command, environment, log_path):
+        run_dir = Path(command[command.index("-s") + 1])
+        seed = int(environment["TUNE_SEED"])
+        self.calls.append((parse_run_name(run_dir.parent.name)[0].mode, seed))
+        log_path.write_text("training\n")
+        run_dir.mkdir()
+        (run_dir / "config.json").write_text(
+            json.dumps({"random_seed": seed, "trainer": {"validation_metric": "+accuracy"}})
+        )
+        if len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt  # killed while this run trained
+        if self.calls[-1] in self.fail:
+            log_path.write_text("training\nRuntimeError: boom\n")
+            return 1
+        accuracy = 0.8 + seed / 1000
+        (run_dir / "metrics.json").write_text(json.dumps({"best_validation_accuracy": accuracy}))
+        (run_dir / "model.tar.gz").write_bytes(b"")
+        return 0
+
+
+def synthetic_predict(accuracies, seed_sd=0.007):
+    """A `predict` seam: mode m's seed s is right on each dev example with probability
+    accuracies[m] + a per-seed shift (sd `seed_sd`), drawn reproducibly from (m, s)."""
+    gold = np.random.default_rng(0).integers(0, 2, EXAMPLES)
+
+    def predict(run_dir, environment, log_path):
+        mode = parse_run_name(run_dir.parent.name)[0].mode
+        seed = int(run_dir.name.split("_")[1])
+        rng = np.random.default_rng([STREAM, sorted(accuracies).index(mode), seed])
+        right = rng.random(EXAMPLES) < accuracies[mode] + rng.normal(0, seed_sd)
+        labels = ["no", "yes"]
+        with open(run_dir / "dev_predictions.jsonl", "w") as handle:
+            for i, (g, ok) in enumerate(zip(gold, right)):
+                prediction = labels[g] if ok else labels[1 - g]
+                handle.write(json.dumps({"index": i, "gold": labels[g], "prediction": prediction}))
+                handle.write("\n")
+        return None
+
+    return predict
+
+
+def configs_for(folder: Path, modes):
+    folder.mkdir(parents=True, exist_ok=True)
+    configs = {}
+    for mode in modes:
+        path = folder / f"reviews_bert_{mode}.jsonnet"
+        path.write_text(CONFIG)
+        configs[mode] = path
+    return configs
+
+
+def compare(tmp_path, accuracies, runner, margin=None, plan=PLAN):
+    configs = configs_for(tmp_path / "configs", list(accuracies))
+    return run_sequential(
+        configs,
+        range(1, 8),
+        tmp_path / "out",
+        plan,
+        margin,
+        runner=runner,
+        predict=synthetic_predict(accuracies),
+        progress=False,
+        plan=False,
+    )
+
+
+def trained(runner, mode):
+    return sorted(seed for m, seed in runner.calls if m == mode)
+
+
+def test_a_large_difference_stops_at_the_first_look(tmp_path, capsys):
+    runner = FakeTraining()
+    result = compare(tmp_path, {"fe": 0.80, "ft": 0.90}, runner)
+    [look] = result.looks[("ft", "fe")]
+    assert look.verdict == "ft" and look.seeds_a == look.seeds_b == 3
+    assert trained(runner, "fe") == trained(runner, "ft") == [1, 2, 3]
+    assert len(result.grid.trained) == 6 and not result.grid.skipped
+    err = capsys.readouterr().err
+    assert "look 1 of 3 (3 seeds per mode): ft − fe ft better: +" in err
+    saved = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert saved["pairs"][0]["verdict"] == "ft" and saved["pairs"][0]["seeds"] == 3
+    assert saved["seeds_trained"] == {"fe": 3, "ft": 3} and saved["runs_at_cap"] == 14
+    # tune-report shows the sequential verdict beside the fixed interval.
+    markdown = render_markdown(report_from_dirs([tmp_path / "out"]))
+    assert "## Sequential comparison (seeds in rounds)" in markdown
+    assert "BERT reviews ft − fe: ft better" in markdown and "after 3 seeds each" in markdown
+
+
+def test_a_null_difference_runs_to_the_cap(tmp_path):
+    runner = FakeTraining()
+    result = compare(tmp_path, {"fe": 0.85, "ft": 0.85}, runner)
+    looks = result.looks[("ft", "fe")]
+    assert [look.seeds_a for look in looks] == [3, 5, 7]
+    assert looks[-1].decision == AT_CAP
+    assert trained(runner, "fe") == trained(runner, "ft") == list(range(1, 8))
+
+
+def test_a_mode_stops_once_all_its_pairs_have_stopped(tmp_path, capsys):
+    """fe is far behind: its two pairs stop at the first look and it trains no more seeds,
+    while lora against ft (equally good) goes on to the cap."""
+    runner = FakeTraining()
+    result = compare(tmp_path, {"fe": 0.75, "ft": 0.88, "lora": 0.88}, runner)
+    assert [look.verdict for look in result.looks[("ft", "fe")]] == ["ft"]
+    assert [look.verdict for look in result.looks[("lora", "fe")]] == ["lora"]
+    assert [look.seeds_a for look in result.looks[("lora", "ft")]] == [3, 5, 7]
+    assert trained(runner, "fe") == [1, 2, 3]
+    assert trained(runner, "ft") == trained(runner, "lora") == list(range(1, 8))
+    assert result.seeds == {"fe": 3, "ft": 7, "lora": 7}
+    lines = [line for line in capsys.readouterr().err.splitlines() if " look " in line]
+    assert len(lines) == 3 and "ft − fe" in lines[0] and "ft − fe" not in lines[1]
+
+
+def test_a_killed_comparison_resumes_without_retraining_finished_seeds(tmp_path):
+    accuracies = {"fe": 0.85, "ft": 0.85}
+    killed = FakeTraining(interrupt_at=8)  # round 2 (seeds 4, 5): killed while ft seed 4 trains
+    with pytest.raises(KeyboardInterrupt):
+        compare(tmp_path, accuracies, killed)
+    assert killed.calls[-1] == ("ft", 4)
+    first = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert [look["seeds_a"] for look in first["pairs"][0]["looks"]] == [3]
+
+    rerun = FakeTraining()
+    result = compare(tmp_path, accuracies, rerun)
+    assert rerun.calls == [("ft", 4), ("fe", 5), ("ft", 5), ("fe", 6), ("ft", 6)] + [
+        ("fe", 7),
+        ("ft", 7),
+    ]
+    # The same looks as a comparison that was never killed.
+    whole = FakeTraining()
+    fresh = compare(tmp_path / "again", accuracies, whole)
+    assert [look.as_dict() for look in result.looks[("ft", "fe")]] == [
+        look.as_dict() for look in fresh.looks[("ft", "fe")]
+    ]
+    # A finished comparison rerun trains nothing.
+    idle = FakeTraining()
+    again = compare(tmp_path, accuracies, idle)
+    assert idle.calls == [] and len(again.grid.skipped) == 14 and not again.grid.trained
+
+
+def test_equivalence_within_a_margin_stops_early(tmp_path):
+    runner = FakeTraining()
+    result = compare(tmp_path, {"fe": 0.85, "ft": 0.85}, runner, margin=4.0)
+    last = result.looks[("ft", "fe")][-1]
+    assert last.decision == EQUIVALENT and last.seeds_a < PLAN.cap
+    assert len(trained(runner, "ft")) == last.seeds_a
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    add_compare_parser(parser.add_subparsers(), "tune-compare")
+    return parser.parse_args(["tune-compare", "task.jsonnet", "--encoder", "x", *argv])
+
+
+def test_the_command_line_plan_and_its_seeds(capsys):
+    assert sequential_plan(parse(["--results-dir", "out"])) == (None, [1, 2, 3])
+    plan, seeds = sequential_plan(parse(["--results-dir", "out", "--sequential"]))
+    assert plan.looks == (3, 5, 7) and seeds == list(range(1, 8))
+    plan, seeds = sequential_plan(
+        parse(
+            [
+                "--results-dir",
+                "o",
+                "--sequential",
+                "--looks",
+                "2",
+                "4",
+                "--seeds",
+                "9",
+                "8",
+                "7",
+                "6",
+            ]
+        )
+    )
+    assert plan.cap == 4 and seeds == [9, 8, 7, 6]
+    for argv, message in (
+        (["--looks", "3", "5"], "--looks needs --sequential"),
+        (["--sequential", "--seeds", "1", "2", "3"], "list at least 7 seeds"),
+        (["--sequential", "--looks", "5", "3"], "--looks 5 3: looks must be increasing"),
+    ):
+        with pytest.raises(SystemExit):
+            sequential_plan(parse(["--results-dir", "out", *argv]))
+        assert message in capsys.readouterr().err
+
+
+def test_run_compare_with_a_sequential_plan(tmp_path):
+    """tune-compare's own path: a task file of one's own, modes given in any order (the pairs
+    are the report's, ft − fe), the grid's fake training rendering each real config."""
+    from allennlp_tune.results.compare import run_compare
+    from tests.results.test_compare import BERT, write_reviews
+    from tests.results.test_grid import FakeTraining as RenderingTraining
+
+    task = write_reviews(tmp_path / "task")
+    runner = RenderingTraining()
+    result = run_compare(
+        str(task),
+        str(BERT),
+        ["ft", "fe"],
+        range(1, 8),
+        tmp_path / "out",
+        sequential=PLAN,
+        runner=runner,
+        predict=synthetic_predict({"fe": 0.80, "ft": 0.90}),
+        progress=False,
+        plan=False,
+    )
+    assert sorted(runner.calls) == [
+        (f"reviews_bertuncased_{mode}", seed) for mode in ("fe", "ft") for seed in (1, 2, 3)
+    ]
+    assert len(result.trained) == 6 and not result.failed
+    saved = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert (saved["task"], saved["encoder"]) == ("reviews", "bertuncased")
+    [pair] = saved["pairs"]
+    assert (pair["mode_a"], pair["mode_b"], pair["verdict"], pair["seeds"]) == ("ft", "fe", "ft", 3)
+
+
+def test_a_failed_seed_stops_the_rounds_before_its_look_and_a_rerun_retries_it(tmp_path, capsys):
+    accuracies = {"fe": 0.80, "ft": 0.90}
+    failing = FakeTraining(fail={("fe", 2)})
+    result = compare(tmp_path, accuracies, failing)
+    assert result.looks[("ft", "fe")] == [] and len(result.grid.failed) == 1
+    assert "reviews_bert_fe/seed_2 (failed; log: " in result.problem
+    assert "sequential comparison stopped: " in capsys.readouterr().err
+    saved = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert saved["problem"] == result.problem and saved["pairs"][0]["looks"] == []
+    markdown = render_markdown(report_from_dirs([tmp_path / "out"]))
+    assert "BERT reviews ft − fe: no look yet; open after look 0 of 3" in markdown
+    assert "BERT reviews: stopped early: " in markdown
+    retry = FakeTraining()
+    again = compare(tmp_path, accuracies, retry)
+    assert retry.calls == [("fe", 2)] and again.looks[("ft", "fe")][-1].verdict == "ft"
+
+
+def test_modes_without_a_pair_are_refused(tmp_path):
+    with pytest.raises(ConfigurationError, match="add fe or ft to --modes"):
+        compare(tmp_path, {"sf": 0.8, "bitfit": 0.8}, FakeTraining())
