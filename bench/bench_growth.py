@@ -22,7 +22,7 @@ The summary (markdown, for bench/README.md): per point the instances and wordpie
 the planner), seconds per epoch (fe: first and cached), peak RSS, cache on disk beside the
 planner's formula, and dev accuracy; then per mode the fitted growth, seconds per epoch = fixed
 + per 1k instances x N, and `fit_cost_model` over the points, the planner's `COST_MODEL` to paste
-into allennlp_tune/results/plan.py. Run it on an idle machine: the points run one after another
+into allennlp_tune/planning/plan.py. Run it on an idle machine: the points run one after another
 and their times are only comparable if nothing else shares the cores.
 """
 
@@ -125,7 +125,7 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Optional[Tuple[float, 
 
 
 def summary(out: Path, sizes: Sequence[str], modes: Sequence[str]) -> str:
-    from allennlp_tune.results.plan import cost_point, fit_cost_model, format_cost_model, plan_cell
+    from allennlp_tune.planning.plan import cost_point, fit_cost_model, format_cost_model, plan_cell
 
     record = read_record(out)
     lines = [

@@ -29,7 +29,9 @@ LAYERS: List[str] = [
     "allennlp_tune.training",  # trainer, callbacks, optimizers, the checkpoint guard
     "allennlp_tune.export",
     "allennlp_tune.analysis",  # probing, EDGE mutual information, plots
-    "allennlp_tune.results",  # grid, compare, search, plan, report (one room, not yet split)
+    "allennlp_tune.planning",  # the cost model and the plan of a grid or a comparison
+    "allennlp_tune.reporting",  # paired bootstrap, sequential looks, overlap, the report
+    "allennlp_tune.experiments",  # grid, compare (and its rounds), search: runs training
     "allennlp_tune.commands",  # the `allennlp` subcommands
     "allennlp_tune",  # the package's __init__: applies compat, registers everything
 ]

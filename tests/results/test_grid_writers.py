@@ -18,7 +18,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer
 
 from allennlp_tune.data.paths import REPO_ROOT
-from allennlp_tune.results.grid import run_grid, train_subprocess
+from allennlp_tune.experiments.grid import run_grid, train_subprocess
 from allennlp_tune.training import fresh_run
 
 

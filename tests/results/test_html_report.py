@@ -9,8 +9,8 @@ import tarfile
 import pytest
 import torch
 
-from allennlp_tune.results import html_report
-from allennlp_tune.results.html_report import (
+from allennlp_tune.reporting import html_report
+from allennlp_tune.reporting.html_report import (
     NO_COSTS,
     NO_CURVES,
     NO_FE,
@@ -29,8 +29,8 @@ from allennlp_tune.results.html_report import (
     softmax,
     task_panels,
 )
-from allennlp_tune.results.paired import compare_modes
-from allennlp_tune.results.report import render_json, report_from_dirs
+from allennlp_tune.reporting.paired import compare_modes
+from allennlp_tune.reporting.report import render_json, report_from_dirs
 
 EXAMPLES = 200
 ACCURACY = {"fe": 0.70, "ft": 0.95, "sf": 0.72}  # ft the clear winner
@@ -340,7 +340,7 @@ def test_frontier_log_axis_labels_are_short_and_only_on_1_2_5(seconds, expected)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from allennlp_tune.results.html_report import draw_frontier
+    from allennlp_tune.reporting.html_report import draw_frontier
 
     points = [
         {"mode": f"m{i}", "score": 80.0 + i, "std": 0.0, "seconds": value}

@@ -11,14 +11,14 @@ from allennlp.common.checks import ConfigurationError
 from transformers import AutoTokenizer
 
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.experiments.grid import run_grid
 from allennlp_tune.modules.feature_cache import (
     ENTRY_HEADER_BYTES,
     ENTRY_OVERHEAD_BYTES,
     estimated_cache_bytes,
 )
-from allennlp_tune.results import plan as planner
-from allennlp_tune.results.grid import run_grid
-from allennlp_tune.results.plan import (
+from allennlp_tune.planning import plan as planner
+from allennlp_tune.planning.plan import (
     BASE_RSS_MB,
     ModeCost,
     fit_cost_model,

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from allennlp_tune.results.html_report import render_report_html, render_report_png
-from allennlp_tune.results.report import (
+from allennlp_tune.reporting.html_report import render_report_html, render_report_png
+from allennlp_tune.reporting.report import (
     delta_mark,
     render_markdown,
     report_from_dirs,

@@ -3,8 +3,8 @@ warning, and the paper's columns left out of tables of tasks that are not the pa
 
 import json
 
-from allennlp_tune.results.html_report import render_report_html
-from allennlp_tune.results.report import (
+from allennlp_tune.reporting.html_report import render_report_html
+from allennlp_tune.reporting.report import (
     ANSWER_TITLE,
     DEFAULT_RECIPES,
     choose_arm,

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from allennlp_tune.results.paired import TIE, PairedResult
-from allennlp_tune.results.report import (
+from allennlp_tune.reporting.paired import TIE, PairedResult
+from allennlp_tune.reporting.report import (
     VERDICT_HEADER,
     equivalent_verdict,
     render_json,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from allennlp_tune.results.html_report import render_report_html, render_report_png
-from allennlp_tune.results.report import (
+from allennlp_tune.reporting.html_report import render_report_html, render_report_png
+from allennlp_tune.reporting.report import (
     OVERLAP_MARK,
     RELATED_OVERLAP_MARK,
     VERDICT_HEADER,

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from allennlp_tune.results.report import (
+from allennlp_tune.reporting.report import (
     ANSWER_TITLE,
     ENCODER_TITLES,
     METRIC_TITLES,

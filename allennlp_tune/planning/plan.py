@@ -675,7 +675,7 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
     modes = sorted({plan.mode for plan in plans if plan.mode and plan.mode in COST_MODEL})
     footer = (
         "Peak RAM and time per epoch: 2-core CPU cost model fitted on MiniLM runs "
-        f"(allennlp_tune/results/plan.py; modes with measurements: {', '.join(modes) or 'none'}"
+        f"(allennlp_tune/planning/plan.py; modes with measurements: {', '.join(modes) or 'none'}"
         "); n/a where no measurement exists."
     )
     return "\n".join(lines + [""] + details + ([""] if details else []) + [footer]) + "\n"

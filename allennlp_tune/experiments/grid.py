@@ -10,7 +10,7 @@ seed (every config with seed 1 first), so an interrupted grid already has one se
 cell. The progress bar (stderr) shows the runs done out of all, the run in progress and, once
 it has finished an epoch, its epoch and that epoch's dev metric (`epoch_status`).
 
-Before anything is written, the planner (`allennlp_tune.results.plan`) prints, for every config
+Before anything is written, the planner (`allennlp_tune.planning.plan`) prints, for every config
 with a run to do, its train split's instances and wordpieces, the expected feature cache size
 (fe cells with a cache), peak RAM and time per epoch, and refuses the grid when a cell's cache
 would not fit its disk budget, naming the setting to change (`plan=False`: no planner;
@@ -32,7 +32,7 @@ cache (`tidy.tidy_run_dir`), unless `keep_checkpoints`: an interrupted fine-tuni
 leaves hundreds of MB behind that nothing ever reads.
 
 A complete run is reused only while it is the run the command would train now
-(`allennlp_tune.results.fingerprint`): its `config.json` equals the config rendered now (every
+(`allennlp_tune.experiments.fingerprint`): its `config.json` equals the config rendered now (every
 ext var and override), every local file or folder the config names (data, label files, the
 encoder) has the content it had, and the packages that compute the result have the versions
 they had. Before anything is trained, a complete run that differs refuses the whole grid with
@@ -109,7 +109,7 @@ from typing import (
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.fingerprint import (
+from allennlp_tune.experiments.fingerprint import (
     FINGERPRINT_KEY,
     differences,
     fingerprint,
@@ -615,7 +615,7 @@ def write_dev_predictions(
 
 
 _PREDICT_SCRIPT = (
-    "import sys, allennlp_tune; from allennlp_tune.results.grid import write_dev_predictions; "
+    "import sys, allennlp_tune; from allennlp_tune.experiments.grid import write_dev_predictions; "
     "print(write_dev_predictions(sys.argv[1]), 'dev predictions')"
 )
 
@@ -726,7 +726,7 @@ def render_run_config(
     """The config as this grid's training child of the run renders it (environment, ext vars,
     the shared feature cache, overrides); a `ConfigurationError` naming the config otherwise."""
     from allennlp_tune.modules.feature_cache import CACHE_DIR_ENV
-    from allennlp_tune.results.plan import render_config
+    from allennlp_tune.planning.plan import render_config
 
     variables = dict(run_ext_vars)
     if shared_cache is not None:
@@ -820,7 +820,7 @@ def _plan_before_training(
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
     train again); raises when a cache won't fit."""
     from allennlp_tune.modules.feature_cache import user_cache_directory
-    from allennlp_tune.results.plan import budget_failures, plan_cell, plan_problems, print_plan
+    from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems, print_plan
 
     retrain = set(retrain)
     plans = []
@@ -878,7 +878,7 @@ def run_grid(
     `predict` (`None`: no predictions) writes its `dev_predictions.jsonl`; a prediction that
     fails is noted in `tune_run.json` (`predictions_error`) and the run still counts as done.
 
-    `plan` (default): before anything is written, the planner (`allennlp_tune.results.plan`)
+    `plan` (default): before anything is written, the planner (`allennlp_tune.planning.plan`)
     prints its estimate for every config with a run to do (stderr) and refuses the grid with a
     `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
     its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and

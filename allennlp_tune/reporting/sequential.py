@@ -25,7 +25,7 @@ spending function (default Lan-DeMets O'Brien-Fleming type). Optionally a margin
    `alpha(t_k) - alpha(t_(k-1))` (computed by numerical integration on a grid, as in Jennison &
    Turnbull 2000, ch. 19). Its nominal two-sided level is `p_k = 2 (1 - Phi(c_k))`.
 4. Estimate and its variance, from the runs' dev predictions (the seeds so far), all from one
-   call of `allennlp_tune.results.paired.compare_modes` with the seeds held fixed
+   call of `allennlp_tune.reporting.paired.compare_modes` with the seeds held fixed
    (`resample_seeds=False`: dev examples resampled, the same resample for every mode and seed):
    - `D` = mean over a's seeds - mean over b's seeds of the metric on the full dev set (points);
    - `V_data`: the bootstrap variance of `D`;
@@ -112,7 +112,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import optimize, special, stats
 
-from allennlp_tune.results.paired import (
+from allennlp_tune.reporting.paired import (
     Predictions,
     PredictionsLike,
     as_predictions,

@@ -53,7 +53,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.grid import predict_in_process, record_run_outputs
+from allennlp_tune.experiments.grid import predict_in_process, record_run_outputs
 from allennlp_tune.rundir import (
     FAILED,
     METRICS_NAME,

@@ -12,7 +12,7 @@ stack-then-finetune (sf) is a further column; bitfit (bias-only fine-tuning) and
 adapters) get columns of their own after it in a table where some run used them.
 
 The verdict (issue 16). Where the runs left `dev_predictions.jsonl`, every pair of a row's modes
-is compared by the paired bootstrap of `allennlp_tune.results.paired` (the same resampled dev
+is compared by the paired bootstrap of `allennlp_tune.reporting.paired` (the same resampled dev
 examples for both modes, seeds resampled too; the task's own metric, with the configs'
 `positive_label` for F1 and `label_encoding` for span F1), once per row for all its pairs: each
 mode against the reference `fe` (mode_a the mode, mode_b "fe"), sf / bitfit / lora against
@@ -38,13 +38,13 @@ nobody searched. A table whose rows have none of the paper's numbers (tasks or e
 not the paper's) leaves out the paper's columns, and the summary its citation.
 
 Sequential comparisons. A results folder of `tune-compare --sequential` holds `sequential.json`
-(`allennlp_tune.results.rounds`); the notes show each pair's sequential verdict, the look it
+(`allennlp_tune.experiments.rounds`); the notes show each pair's sequential verdict, the look it
 stopped at and the seeds it needed, beside the fixed 95% interval over all the runs.
 
 Known overlap: when a run's encoder folder (a `model_name` of its config that is a folder) has a
 model card whose `datasets:` names a dataset the task is built from, the task is marked `†`
 (`(†)` where the card only names related data, such as SNLI for SICK-E), and the notes say which
-dataset and why (`allennlp_tune.results.overlap`).
+dataset and why (`allennlp_tune.reporting.overlap`).
 
 Under each encoder's table, when runs recorded what they cost (`cost.json`, from the `tune_cost`
 trainer callback and tune-grid), a cost table: per task and mode the mean over its scored runs
@@ -75,14 +75,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from allennlp_tune.results.overlap import (
+from allennlp_tune.reporting.overlap import (
     DIRECT,
     Overlap,
     encoder_folders,
     find_overlaps,
     read_model_card,
 )
-from allennlp_tune.results.paired import (
+from allennlp_tune.reporting.paired import (
     DEFAULT_REPLICATES,
     TIE,
     PairedResult,
