@@ -562,6 +562,11 @@ def check_same_examples(runs: Sequence[Predictions]) -> None:
 
 @dataclass
 class _Mode:
+    """
+    One mode inside `compare_modes`: its runs, its scorer, and its seeds' scores on the full dev
+    set (`full`) and on each replicate's resample (`per_seed`, filled by steps 1-2).
+    """
+
     name: str
     runs: List[Predictions]
     scorer: Scorer = field(repr=False)
@@ -584,54 +589,156 @@ def compare_modes(
     """
     The paired bootstrap (module docstring) between modes of one task, all on the same resamples.
 
-    `by_mode` maps a mode name to its seeds' predictions (each a `Predictions`, a path of a
-    `dev_predictions.jsonl`, or its records). `pairs` lists (mode_a, mode_b) to compare, each
-    giving mode_a - mode_b; default every pair in `by_mode`'s order. `metric` is a configs'
-    metric name (`accuracy`, `f1` with `positive_label`, `mcc`, `pearson`, `spearman`,
-    `f1-measure-overall` with `tag_encoding` BIO / IOB1 / BIOUL / BMES, guessed when `None`).
-    Scores are multiplied by `scale` (100: points, like tune-report). The resamples come from
-    `numpy.random.default_rng(seed)`, so a result is reproducible.
+    The steps: check the options and the pairs, load every mode's runs and check that they
+    share their examples, score each mode's seeds on the full dev set, score them on the
+    resampled dev sets (steps 1-2), resample each mode's seeds (step 3), and turn each pair's
+    differences (step 4) into a `PairedResult`. The random draws come in that order from one
+    generator: the example resamples chunk by chunk, then the seed resamples mode by mode.
+
+    # Parameters
+
+    by_mode : `Mapping[str, Sequence[PredictionsLike]]`
+        A mode name -> its seeds' predictions (each a `Predictions`, a path of a
+        `dev_predictions.jsonl`, or its records).
+    metric : `str`
+        A configs' metric name: `accuracy`, `f1` (with `positive_label`), `mcc`, `pearson`,
+        `spearman` or `f1-measure-overall` (with `tag_encoding`); a leading `+` or `-` is
+        ignored.
+    pairs : `Sequence[Tuple[str, str]]`, optional
+        The (mode_a, mode_b) to compare, each giving mode_a - mode_b; default every pair in
+        `by_mode`'s order.
+    replicates : `int`
+        Bootstrap replicates.
+    seed : `int`
+        Seed of `numpy.random.default_rng`, so that a result is reproducible.
+    confidence : `float`
+        The interval's level, in (0, 1).
+    resample_seeds : `bool`
+        Whether step 3 resamples each mode's seeds (else each mode's score is the mean over its
+        fixed seeds: the data-only interval).
+    positive_label : `str`, optional
+        The label whose F1 `f1` is.
+    tag_encoding : `str`, optional
+        BIO, IOB1, BIOUL or BMES for span F1; guessed from the golds when `None`.
+    scale : `float`
+        Scores are multiplied by it (100: points, like tune-report).
+
+    # Returns
+
+    `List[PairedResult]`
+        One result per pair, in `pairs`' order.
     """
+    _check_options(replicates, confidence)
+    pairs = _pairs_to_compare(by_mode, pairs)
+    loaded = _load_modes(by_mode)
+    n = _shared_example_count(loaded)
+    modes = {
+        name: _score_full_dev_set(name, runs, metric, positive_label, tag_encoding, scale)
+        for name, runs in loaded.items()
+    }
+    rng = np.random.default_rng(seed)
+    _score_resampled_examples(modes, rng, replicates, n, scale)
+    scores = _resample_seeds(modes, rng, replicates, resample_seeds)
+    return [
+        _paired_result(metric, modes[a], modes[b], scores, confidence, resample_seeds)
+        for a, b in pairs
+    ]
+
+
+def _check_options(replicates: int, confidence: float) -> None:
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, not {replicates}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
-    names = list(by_mode)
-    pairs = list(pairs) if pairs is not None else list(itertools.combinations(names, 2))
+
+
+def _pairs_to_compare(
+    by_mode: Mapping[str, Sequence[PredictionsLike]],
+    pairs: Optional[Sequence[Tuple[str, str]]],
+) -> List[Tuple[str, str]]:
+    """The pairs asked for (default every pair of modes, in order), each naming known modes."""
+    pairs = list(pairs) if pairs is not None else list(itertools.combinations(list(by_mode), 2))
     for a, b in pairs:
         for name in (a, b):
             if name not in by_mode:
                 raise ValueError(f"pair ({a}, {b}): no predictions for mode {name!r}")
+    return pairs
+
+
+def _load_modes(
+    by_mode: Mapping[str, Sequence[PredictionsLike]],
+) -> Dict[str, List[Predictions]]:
+    """Each mode's runs as `Predictions` (named `<mode> seed #k` when they have no file)."""
     loaded: Dict[str, List[Predictions]] = {}
-    for name in names:
+    for name in by_mode:
         runs = [
             as_predictions(item, f"{name} seed #{k + 1}") for k, item in enumerate(by_mode[name])
         ]
         if not runs:
             raise ValueError(f"mode {name!r} has no runs with predictions")
         loaded[name] = runs
+    return loaded
+
+
+def _shared_example_count(loaded: Mapping[str, List[Predictions]]) -> int:
+    """The number of dev examples, once every run is checked to have the same ones."""
     everything = [run for runs in loaded.values() for run in runs]
     check_same_examples(everything)
     n = len(everything[0])
     if n == 0:
         raise PredictionsMismatch(f"{everything[0].source} has no examples")
+    return n
 
-    modes = {}
-    for name, runs in loaded.items():
-        scorer = _scorer(metric, runs, positive_label, tag_encoding)
-        full = scorer(np.ones((1, n)))[:, 0] * scale
-        modes[name] = _Mode(name, runs, scorer, np.empty((len(runs), replicates)), full)
 
-    rng = np.random.default_rng(seed)
+def _score_full_dev_set(
+    name: str,
+    runs: List[Predictions],
+    metric: str,
+    positive_label: Optional[str],
+    tag_encoding: Optional[str],
+    scale: float,
+) -> _Mode:
+    """A mode with its scorer and its seeds' scores (×`scale`) on the full dev set."""
+    scorer = _scorer(metric, runs, positive_label, tag_encoding)
+    full = scorer(np.ones((1, len(runs[0]))))[:, 0] * scale
+    return _Mode(name, runs, scorer, np.empty((len(runs), 0)), full)
+
+
+def _resample_weights(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """
+    `size` resamples of n of the n examples with replacement, as counts (size, n): how often
+    each example was drawn in each resample.
+    """
+    picks = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    weights = np.bincount(picks.ravel(), minlength=size * n).reshape(size, n)
+    return weights.astype(np.float64)
+
+
+def _score_resampled_examples(
+    modes: Mapping[str, _Mode], rng: np.random.Generator, replicates: int, n: int, scale: float
+) -> None:
+    """
+    Steps 1-2: fills each mode's `per_seed` with its seeds' scores on the same resamples of the
+    dev examples, drawn in chunks of at most `CHUNK_CELLS` counts.
+    """
+    for mode in modes.values():
+        mode.per_seed = np.empty((len(mode.runs), replicates))
     chunk = max(1, min(replicates, CHUNK_CELLS // n))
     for start in range(0, replicates, chunk):
         size = min(chunk, replicates - start)
-        picks = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
-        weights = np.bincount(picks.ravel(), minlength=size * n).reshape(size, n)
-        weights = weights.astype(np.float64)
+        weights = _resample_weights(rng, size, n)
         for mode in modes.values():
             mode.per_seed[:, start : start + size] = mode.scorer(weights) * scale
 
+
+def _resample_seeds(
+    modes: Mapping[str, _Mode], rng: np.random.Generator, replicates: int, resample_seeds: bool
+) -> Dict[str, np.ndarray]:
+    """
+    Step 3: each mode's score in each replicate, the mean over S of its S seeds drawn with
+    replacement (independently per mode), or over its fixed seeds when `resample_seeds` is
+    off or the mode has one seed (which draws nothing).
+    """
     scores: Dict[str, np.ndarray] = {}
     for name, mode in modes.items():
         seeds = len(mode.runs)
@@ -640,34 +747,45 @@ def compare_modes(
             scores[name] = mode.per_seed[chosen, np.arange(replicates)[:, None]].mean(axis=1)
         else:
             scores[name] = mode.per_seed.mean(axis=0)
+    return scores
 
+
+def _paired_result(
+    metric: str,
+    mode_a: _Mode,
+    mode_b: _Mode,
+    scores: Mapping[str, np.ndarray],
+    confidence: float,
+    resample_seeds: bool,
+) -> PairedResult:
+    """
+    Step 4: the differences score(mode_a) - score(mode_b) of the replicates (`scores` has each
+    mode's) as a result: the percentile interval, the verdict (the mode the interval favours, or
+    a tie when it contains 0) and the full-dev scores.
+    """
+    differences = scores[mode_a.name] - scores[mode_b.name]
+    replicates = len(differences)
     tail = (1 - confidence) / 2 * 100
-    results = []
-    for a, b in pairs:
-        differences = scores[a] - scores[b]
-        low, high = np.percentile(differences, [tail, 100 - tail])
-        verdict = a if low > 0 else b if high < 0 else TIE
-        results.append(
-            PairedResult(
-                metric=metric.lstrip("+-"),
-                mode_a=a,
-                mode_b=b,
-                score_a=float(modes[a].full.mean()),
-                score_b=float(modes[b].full.mean()),
-                difference=float(modes[a].full.mean() - modes[b].full.mean()),
-                low=float(low),
-                high=float(high),
-                verdict=verdict,
-                examples=n,
-                seeds_a=len(modes[a].runs),
-                seeds_b=len(modes[b].runs),
-                replicates=replicates,
-                confidence=confidence,
-                resample_seeds=resample_seeds,
-                std_error=float(differences.std(ddof=1)) if replicates > 1 else 0.0,
-            )
-        )
-    return results
+    low, high = np.percentile(differences, [tail, 100 - tail])
+    verdict = mode_a.name if low > 0 else mode_b.name if high < 0 else TIE
+    return PairedResult(
+        metric=metric.lstrip("+-"),
+        mode_a=mode_a.name,
+        mode_b=mode_b.name,
+        score_a=float(mode_a.full.mean()),
+        score_b=float(mode_b.full.mean()),
+        difference=float(mode_a.full.mean() - mode_b.full.mean()),
+        low=float(low),
+        high=float(high),
+        verdict=verdict,
+        examples=len(mode_a.runs[0]),
+        seeds_a=len(mode_a.runs),
+        seeds_b=len(mode_b.runs),
+        replicates=replicates,
+        confidence=confidence,
+        resample_seeds=resample_seeds,
+        std_error=float(differences.std(ddof=1)) if replicates > 1 else 0.0,
+    )
 
 
 def paired_bootstrap(
