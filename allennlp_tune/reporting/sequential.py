@@ -487,6 +487,18 @@ class Look:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+@dataclass(frozen=True)
+class _Estimate:
+    """Step 4's ingredients at one look (points), before they become `V` and an interval."""
+
+    metric: str
+    difference: float  # D
+    data_std_error: float  # sqrt(V_data)
+    residual_variance: float  # R_a + R_b
+    scores_a: List[float]  # each of a's seeds' score on the full dev set
+    scores_b: List[float]
+
+
 class SequentialComparison:
     """
     Two modes compared look by look (the module docstring's procedure).
@@ -552,31 +564,104 @@ class SequentialComparison:
 
     def look(self, runs_a: Sequence[PredictionsLike], runs_b: Sequence[PredictionsLike]) -> Look:
         """
-        The next look, from all seeds so far of each mode (predictions, paths or records).
+        The next look, from all seeds so far of each mode (predictions, paths or records),
+        following the module docstring's steps: the look's information time (step 1), its
+        critical value (steps 2-3), the estimate and its variance (step 4), the interval
+        (step 5) and the decision (step 6). The look is kept, so the next one's boundary
+        accounts for it.
 
         # Parameters
 
         runs_a, runs_b : `Sequence[PredictionsLike]`
             Each mode's seeds' dev predictions, more than at the previous look.
+
+        # Returns
+
+        `Look`
+            The look; `Look.stop` says whether the comparison ends with it.
         """
         if self.done:
             raise ValueError(f"the comparison already stopped: {self.looks[-1].text()}")
-        runs_a = [as_predictions(r, f"{self.names[0]} seed #{k + 1}") for k, r in enumerate(runs_a)]
-        runs_b = [as_predictions(r, f"{self.names[1]} seed #{k + 1}") for k, r in enumerate(runs_b)]
-        seeds_a, seeds_b = len(runs_a), len(runs_b)
-        if min(seeds_a, seeds_b) < 2:
+        runs_a, runs_b = self._seeds_of_both_modes(runs_a, runs_b)
+        time = self._information_time(len(runs_a), len(runs_b))
+        bound = self._critical_value(time)
+        estimate = self._estimate(runs_a, runs_b)
+        low, high, df, std_error = look_interval(
+            estimate.difference,
+            estimate.data_std_error**2,
+            estimate.residual_variance,
+            np.var(estimate.scores_a, ddof=1),
+            len(runs_a),
+            np.var(estimate.scores_b, ddof=1),
+            len(runs_b),
+            bound,
+        )
+        code = int(decide(low, high, self.margin, time >= 1.0 - 1e-9))
+        within = self.margin is not None and bool(-self.margin < low and high < self.margin)
+        look = Look(
+            mode_a=self.names[0],
+            mode_b=self.names[1],
+            metric=estimate.metric,
+            index=len(self.looks),
+            seeds_a=len(runs_a),
+            seeds_b=len(runs_b),
+            time=time,
+            bound=bound,
+            level=1 - float(2 * stats.norm.sf(bound)),
+            difference=estimate.difference,
+            low=float(low),
+            high=float(high),
+            df=float(df),
+            std_error=float(std_error),
+            data_std_error=estimate.data_std_error,
+            decision=CODES[code],
+            margin=self.margin,
+            within_margin=within,
+            scores_a=tuple(estimate.scores_a),
+            scores_b=tuple(estimate.scores_b),
+        )
+        self.looks.append(look)
+        return look
+
+    def _seeds_of_both_modes(
+        self, runs_a: Sequence[PredictionsLike], runs_b: Sequence[PredictionsLike]
+    ) -> Tuple[List[Predictions], List[Predictions]]:
+        """Each mode's runs as `Predictions`, at least 2 per mode (the seeds' spread needs two)."""
+        a, b = self.names
+        loaded_a = [as_predictions(r, f"{a} seed #{k + 1}") for k, r in enumerate(runs_a)]
+        loaded_b = [as_predictions(r, f"{b} seed #{k + 1}") for k, r in enumerate(runs_b)]
+        if min(len(loaded_a), len(loaded_b)) < 2:
             raise ValueError(
-                f"{self.names[0]} has {seeds_a} and {self.names[1]} {seeds_b} seeds: a look "
-                "needs at least 2 of each (the seeds' spread)"
+                f"{a} has {len(loaded_a)} and {b} {len(loaded_b)} seeds: a look needs at least "
+                "2 of each (the seeds' spread)"
             )
+        return loaded_a, loaded_b
+
+    def _information_time(self, seeds_a: int, seeds_b: int) -> float:
+        """Step 1: the look's information time, which must be past the last look's."""
         time = self.plan.time(seeds_a, seeds_b)
         if self.looks and time <= self.looks[-1].time:
             raise ValueError(
                 f"a look needs more seeds than the last one ({self.looks[-1].seeds_a} + "
                 f"{self.looks[-1].seeds_b}), got {seeds_a} + {seeds_b}"
             )
+        return time
+
+    def _critical_value(self, time: float) -> float:
+        """
+        Steps 2-3: the critical value of a look at `time` after the looks already taken, so
+        the boundaries follow the looks' actual times rather than the planned ones.
+        """
         times = [previous.time for previous in self.looks] + [time]
-        bound = boundaries(times, self.plan.alpha, self.plan.spending)[-1]
+        return boundaries(times, self.plan.alpha, self.plan.spending)[-1]
+
+    def _estimate(self, runs_a: List[Predictions], runs_b: List[Predictions]) -> "_Estimate":
+        """
+        Step 4's ingredients, from one call of `compare_modes` and so one set of resamples
+        (seeded `seed + look index`): `D` and `V_data` from the pair (a, b), and each seed's
+        score and its bootstrap variance around its mode's mean from the pairs (seed, mode),
+        where every seed is a mode of its own.
+        """
         a, b = self.names
         by_mode: Dict[str, List[Predictions]] = {a: runs_a, b: runs_b}
         pairs = [(a, b)]
@@ -584,8 +669,6 @@ class SequentialComparison:
             for k, run in enumerate(runs):
                 by_mode[f"{name} seed #{k + 1}"] = [run]
                 pairs.append((f"{name} seed #{k + 1}", name))
-        # One call, one set of resamples: D and V_data from (a, b); each seed's score and its
-        # bootstrap variance around its mode's mean from (seed, mode).
         results = compare_modes(
             by_mode,
             self.metric,
@@ -596,48 +679,21 @@ class SequentialComparison:
             **self.options,
         )
         main, per_seed = results[0], results[1:]
-        scores_a = [r.score_a for r in per_seed[:seeds_a]]
-        scores_b = [r.score_a for r in per_seed[seeds_a:]]
+        seeds_a = len(runs_a)
+        # R_a + R_b: each mode's mean bootstrap variance of a seed around the mode's mean,
+        # over S_m - 1.
         residual = sum(
             float(np.mean([r.std_error**2 for r in part])) / (len(part) - 1)
             for part in (per_seed[:seeds_a], per_seed[seeds_a:])
         )
-        low, high, df, std_error = look_interval(
-            main.difference,
-            main.std_error**2,
-            residual,
-            np.var(scores_a, ddof=1),
-            seeds_a,
-            np.var(scores_b, ddof=1),
-            seeds_b,
-            bound,
-        )
-        code = int(decide(low, high, self.margin, time >= 1.0 - 1e-9))
-        within = self.margin is not None and bool(-self.margin < low and high < self.margin)
-        look = Look(
-            mode_a=self.names[0],
-            mode_b=self.names[1],
+        return _Estimate(
             metric=main.metric,
-            index=len(self.looks),
-            seeds_a=seeds_a,
-            seeds_b=seeds_b,
-            time=time,
-            bound=bound,
-            level=1 - float(2 * stats.norm.sf(bound)),
             difference=main.difference,
-            low=float(low),
-            high=float(high),
-            df=float(df),
-            std_error=float(std_error),
             data_std_error=main.std_error,
-            decision=CODES[code],
-            margin=self.margin,
-            within_margin=within,
-            scores_a=tuple(scores_a),
-            scores_b=tuple(scores_b),
+            residual_variance=residual,
+            scores_a=[r.score_a for r in per_seed[:seeds_a]],
+            scores_b=[r.score_a for r in per_seed[seeds_a:]],
         )
-        self.looks.append(look)
-        return look
 
 
 def replay(
