@@ -129,7 +129,10 @@ class Predictions:
 
 
 def read_predictions(path: Union[str, Path]) -> Predictions:
-    """Reads a `dev_predictions.jsonl`; errors name the file and line."""
+    """
+    Reads a `dev_predictions.jsonl` (blank lines skipped). A line that is not JSON raises a
+    `PredictionsMismatch` naming the file and line, so a broken run is found, not skipped.
+    """
     path = Path(path)
     records = []
     with open(path, encoding="utf-8") as handle:
@@ -152,7 +155,10 @@ PredictionsLike = Union[Predictions, str, Path, Sequence[Mapping[str, Any]]]
 
 
 def as_predictions(item: PredictionsLike, source: Optional[str] = None) -> Predictions:
-    """A `Predictions`, a path of a predictions file, or a list of its records."""
+    """
+    `item` as `Predictions`: returned as it is, read from a path, or built from a list of
+    records (named `source` in errors, as records have no file to name).
+    """
     if isinstance(item, Predictions):
         return item
     if isinstance(item, (str, Path)):
@@ -223,12 +229,18 @@ Scorer = Callable[[np.ndarray], np.ndarray]
 
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, and 0 where the denominator is 0 (as AllenNLP's metrics do)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = numerator / denominator
     return np.where(denominator > 0, out, 0.0)
 
 
 def _label_ids(runs: Sequence[Predictions], labels: Dict[Any, int]) -> Tuple[np.ndarray, ...]:
+    """
+    The golds (of the first run; the runs are checked to share them) and each run's predictions
+    as integer ids, numbering labels in `labels` as they are first seen.
+    """
+
     def ids(values: Sequence[Any]) -> np.ndarray:
         return np.array([labels.setdefault(_label_key(v), len(labels)) for v in values])
 
@@ -237,6 +249,7 @@ def _label_ids(runs: Sequence[Predictions], labels: Dict[Any, int]) -> Tuple[np.
 
 
 def _label_key(value: Any) -> Any:
+    """A label as a dictionary key; lists (tags) and objects are not labels."""
     if isinstance(value, (list, dict)):
         raise PredictionsMismatch(f"expected a label, found {value!r:.60}")
     return value
@@ -245,6 +258,11 @@ def _label_key(value: Any) -> Any:
 def _classification_scorer(
     kind: str, runs: Sequence[Predictions], positive_label: Optional[str]
 ) -> Scorer:
+    """
+    The scorer of `accuracy`, `f1` (of `positive_label`) or `mcc` over the runs' seeds. Each
+    metric is a function of per-example counts summed over a resample (correct, true positive,
+    confusion-matrix margins), so a batch of resamples is one matrix product.
+    """
     labels: Dict[Any, int] = {}
     gold, *predicted = _label_ids(runs, labels)
     predictions = np.stack(predicted)  # (S, n)
@@ -305,6 +323,7 @@ def _classification_scorer(
 
 
 def _numbers(values: Sequence[Any], source: str) -> np.ndarray:
+    """Finite numbers (not booleans) as an array; else names the source and example."""
     for position, value in enumerate(values):
         if (
             isinstance(value, bool)
@@ -318,6 +337,10 @@ def _numbers(values: Sequence[Any], source: str) -> np.ndarray:
 
 
 def _pearson_scorer(runs: Sequence[Predictions]) -> Scorer:
+    """
+    The scorer of Pearson's correlation over the runs' seeds, from a resample's sums of y, y^2,
+    x, x^2 and xy; 0 where a side is constant, as the models' RegressionMetrics report it.
+    """
     gold = _numbers(runs[0].golds, runs[0].source)
     predictions = np.stack([_numbers(run.predictions, run.source) for run in runs])  # (S, n)
     seeds = len(runs)
@@ -400,6 +423,11 @@ class _Ranker:
 
 
 def _spearman_scorer(runs: Sequence[Predictions]) -> Scorer:
+    """
+    The scorer of Spearman's correlation over the runs' seeds: Pearson's correlation of the
+    midranks within each resample (ranks change with the resample, so they are recomputed per
+    replicate by `_Ranker`, from one sort of each variable made up front).
+    """
     gold = _Ranker(_numbers(runs[0].golds, runs[0].source))
     predicted = [_Ranker(_numbers(run.predictions, run.source)) for run in runs]
 
@@ -488,6 +516,10 @@ def sentence_span_counts(
 
 
 def _span_f1_scorer(runs: Sequence[Predictions], encoding: Optional[str]) -> Scorer:
+    """
+    The scorer of span F1 over the runs' seeds, from each sentence's (true positive,
+    predicted, gold) span counts: the resampled unit is the sentence.
+    """
     if encoding is None:
         encoding = guess_tag_encoding(runs[0].golds)
     counts = [
@@ -524,6 +556,7 @@ def _scorer(
     positive_label: Optional[str],
     tag_encoding: Optional[str],
 ) -> Scorer:
+    """The scorer of `metric` for the runs (the seeds of one mode)."""
     kind = metric_kind(metric)
     if kind in ("accuracy", "f1", "mcc"):
         return _classification_scorer(kind, runs, positive_label)
@@ -535,6 +568,7 @@ def _scorer(
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal golds; floats within rounding (a regression gold may be written with other digits)."""
     if isinstance(a, float) or isinstance(b, float):
         try:
             return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
@@ -646,6 +680,7 @@ def compare_modes(
 
 
 def _check_options(replicates: int, confidence: float) -> None:
+    """At least one replicate and a confidence strictly between 0 and 1."""
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, not {replicates}")
     if not 0 < confidence < 1:
@@ -796,8 +831,18 @@ def paired_bootstrap(
     **options: Any,
 ) -> PairedResult:
     """
-    score(a) - score(b) over the seeds' predictions of two modes; `names` are the modes' names
-    (the verdict is one of them, or "tie"). Options as `compare_modes`.
+    score(a) - score(b) over the seeds' predictions of two modes: `compare_modes` with one pair.
+
+    # Parameters
+
+    runs_a, runs_b : `Sequence[PredictionsLike]`
+        Each mode's seeds' predictions.
+    metric : `str`
+        As `compare_modes`.
+    names : `Tuple[str, str]`
+        The modes' names (they must differ); the verdict is one of them, or "tie".
+    **options : `Any`
+        `compare_modes`' other options.
     """
     if names[0] == names[1]:
         raise ValueError(f"names must differ, got {names}")
@@ -811,7 +856,10 @@ def metric_values(
     tag_encoding: Optional[str] = None,
     scale: float = 100.0,
 ) -> List[float]:
-    """Each run's metric on its full dev set (×`scale`), as the bootstrap computes it."""
+    """
+    Each run's metric on its full dev set (×`scale`), as the bootstrap computes it: on the full
+    sample it should equal the trainer's metric, which lets tests check the scorers.
+    """
     loaded = [as_predictions(item) for item in runs]
     check_same_examples(loaded)
     scorer = _scorer(metric, loaded, positive_label, tag_encoding)

@@ -39,11 +39,11 @@ spending function (default Lan-DeMets O'Brien-Fleming type). Optionally a margin
    their interaction, Var(D) = s_ex^2 / n + sum over modes of (s_seed^2 + s_int^2 / n) / S).
    `R_a + R_b` estimates the last terms' `s_int^2 / (n S)`, the least `Var(D)` can be, and is
    `V`'s floor: with a few seeds, each mode's seeds can score the same (common for accuracy on a
-   small dev set) while they differ example by example, and without the floor `V` then
-   collapsed towards 0 and the interval to a point (a false "equivalent" or "better"). A floor
-   per mode (`max(s_m^2 / S_m, R_m)`) was tried too: it dropped the error rate at a true
-   difference of 0 to 1.6% where seeds barely shift the score (0.2 points on 1,000 examples),
-   against 2.1% for the floor on the sum, which loses less power.
+   small dev set) while they differ example by example, and without the floor `V` would
+   collapse towards 0 and the interval to a point (a false "equivalent" or "better"). A floor
+   per mode (`max(s_m^2 / S_m, R_m)`) would be more conservative still: it drops the error
+   rate at a true difference of 0 to 1.6% where seeds barely shift the score (0.2 points on
+   1,000 examples), against 2.1% for the floor on the sum, which loses less power.
    Degrees of freedom (Welch-Satterthwaite; the dev-example part counts as known):
    `nu = V^2 / ((s_a^2/S_a)^2 / (S_a - 1) + (s_b^2/S_b)^2 / (S_b - 1))` (infinite when both
    seed variances are 0). Each mode needs at least 2 seeds at every look.
@@ -167,6 +167,7 @@ def spent(t: Union[float, np.ndarray], alpha: float, spending: str = OBRIEN_FLEM
 
 
 def _simpson_weights(points: int, step: float) -> np.ndarray:
+    """Simpson's rule weights for `points` (odd) equally spaced points `step` apart."""
     weights = np.ones(points)
     weights[1:-1:2] = 4
     weights[2:-1:2] = 2
@@ -174,6 +175,7 @@ def _simpson_weights(points: int, step: float) -> np.ndarray:
 
 
 def _normal_pdf(z: np.ndarray) -> np.ndarray:
+    """The standard normal density (without scipy's overhead: it runs on large grids)."""
     return np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 
 
@@ -188,6 +190,7 @@ def _exit_probability(
 
 
 def _exit_excess(bound: float, *arguments: Any) -> float:
+    """The exit probability at `bound` less its target (the last argument): brentq's root."""
     *rest, target = arguments
     return _exit_probability(bound, *rest) - target
 
@@ -294,6 +297,7 @@ class SequentialPlan:
 
     @property
     def cap(self) -> int:
+        """The seed cap: seeds per mode at the last look."""
         return self.looks[-1]
 
     def time(self, seeds_a: int, seeds_b: Optional[int] = None) -> float:
@@ -442,6 +446,7 @@ class Look:
 
     @property
     def stop(self) -> bool:
+        """Whether the comparison ends at this look (every decision but "continue")."""
         return self.decision != CONTINUE
 
     @property
@@ -552,6 +557,7 @@ class SequentialComparison:
 
     @property
     def done(self) -> bool:
+        """Whether the last look stopped the comparison."""
         return bool(self.looks) and self.looks[-1].stop
 
     def next_seeds(self) -> Optional[int]:
