@@ -3,17 +3,27 @@ Importing `allennlp_tune.reporting` and `allennlp_tune.planning` changes nothing
 
 Both rooms only read runs and print plans and reports: a module of theirs that patched a class
 of AllenNLP or registered a component would change what `allennlp train` does in any process
-that made a report first. The check runs in a fresh interpreter: it imports AllenNLP's trainer
-and checkpointer and the `allennlp_tune` package itself (its compatibility fixes and
-registrations are the package's, made before any of these rooms can load), takes a snapshot of
-AllenNLP, imports every module of the two rooms, and lists what differs from the snapshot:
+that made a report first. The check runs in a fresh interpreter: it imports AllenNLP with its
+trainer and checkpointer, takes a snapshot of AllenNLP, imports every module of the two rooms,
+and lists what differs from the snapshot:
 
 - any attribute of a loaded `allennlp` module, or of a class defined in one, that is now another
   object or is gone, or that is new and not a submodule (patched functions, methods, settings);
 - `Registrable._registry`: a base class, a name or a registered class added, removed or changed.
 
+The rooms are imported under a bare `allennlp_tune` package whose `__init__` does not run: the
+package's `__init__` changes AllenNLP by design (the compatibility fixes, every registration),
+and through the commands it imports reporting modules itself, so a snapshot taken after it
+would already hold what is to be checked. What the rooms import from lower rooms (`rundir`,
+`quiet`) counts as theirs.
+
+Modules of AllenNLP that only the rooms' imports would load are not in the snapshot (their
+classes have no "before"); AllenNLP's start loads a few hundred, and the rooms load none beyond
+them today.
+
 The same check on a probe module that patches `Checkpointer`, sets an attribute on
-`GradientDescentTrainer` and registers a model must report all three, so the test can fail.
+`GradientDescentTrainer`, replaces a function of `allennlp.common.util` and registers a model
+must report all four, so the test can fail.
 """
 
 import json
@@ -30,6 +40,7 @@ ROOMS = ("allennlp_tune.reporting", "allennlp_tune.planning")
 # Run as `python -c CHECK module...`: prints a JSON list of the differences the imports made.
 CHECK = r"""
 import importlib
+import importlib.util
 import json
 import sys
 import types
@@ -37,8 +48,13 @@ import types
 import allennlp
 import allennlp.training.checkpointer
 import allennlp.training.gradient_descent_trainer
-import allennlp_tune
 from allennlp.common import Registrable
+
+# The package bare: its `__init__` (compat fixes, every registration, and the commands, which
+# import reporting modules themselves) does not run, so only the imported modules' own code
+# (and the lower rooms they import) can change anything after the snapshot.
+spec = importlib.util.find_spec("allennlp_tune")
+sys.modules["allennlp_tune"] = importlib.util.module_from_spec(spec)
 
 
 def allennlp_modules():
@@ -102,8 +118,10 @@ for module in sys.argv[1:]:
 print(json.dumps(differences(before, snapshot())))
 """
 
-# Patches Checkpointer, sets an attribute on the trainer and registers a model: all must show.
+# Patches Checkpointer, sets an attribute on the trainer, replaces a module's function and
+# registers a model: all must show.
 PROBE = """
+from allennlp.common import util
 from allennlp.models import Model
 from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
@@ -115,6 +133,7 @@ def save_checkpoint(self, trainer):
 
 Checkpointer.save_checkpoint = save_checkpoint
 GradientDescentTrainer.probe_setting = True
+util.prepare_environment = save_checkpoint
 
 
 @Model.register("reporting-imports-probe")
@@ -168,4 +187,5 @@ def test_the_check_sees_a_module_that_patches_allennlp(tmp_path):
     assert "replaced: allennlp.training.checkpointer.Checkpointer.save_checkpoint" in found
     trainer = "allennlp.training.gradient_descent_trainer.GradientDescentTrainer"
     assert f"added: {trainer}.probe_setting" in found
+    assert "replaced: allennlp.common.util.prepare_environment" in found
     assert any("'reporting-imports-probe'" in line and "ProbeModel" in line for line in found)
