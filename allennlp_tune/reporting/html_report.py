@@ -56,11 +56,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from allennlp_tune.reporting.report import (
-    ANSWER_TITLE,
+from allennlp_tune.reporting.labels import (
     ENCODER_TITLES,
     METRIC_TITLES,
+    MODE_COLOURS,
+    NONE,
+    OTHER_COLOUR,
+    REFERENCE,
     TASK_TITLES,
+    TIE_COLOUR,
+    mark_css,
+    mode_colour,
+    signed,
+)
+from allennlp_tune.reporting.paired import TIE
+from allennlp_tune.reporting.report import (
+    ANSWER_TITLE,
     Report,
     answer_lines,
     render_json,
@@ -75,19 +86,10 @@ from allennlp_tune.rundir import (
     read_json,
 )
 
-REFERENCE = "fe"
 PROBE_NAME = "probe.json"
 WEIGHTS_MEMBER = "weights.th"
 BEST_WEIGHTS = "best.th"
-MODE_COLOURS = {
-    "fe": "#1f77b4",
-    "ft": "#d62728",
-    "sf": "#ff7f0e",
-    "bitfit": "#2ca02c",
-    "lora": "#9467bd",
-}
-VERDICT_TIE = "tie"
-PROBE_STYLES = {"pretrained": ("#444444", "o"), "fine_tuned": ("#d62728", "s")}
+PROBE_STYLES = {"pretrained": ("#444444", "o"), "fine_tuned": (MODE_COLOURS["ft"], "s")}
 
 NO_PREDICTIONS = "no dev predictions: intervals unavailable"
 NO_PAIRED = (
@@ -494,18 +496,10 @@ def _new_figure(size: Tuple[float, float]):
     return figure
 
 
-def _colour(mode: str) -> str:
-    return MODE_COLOURS.get(mode, "#555555")
-
-
-def _signed(value: float, digits: int = 1) -> str:
-    return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
-
-
 def forest_text(point: Mapping[str, Any]) -> str:
     """`+1.2 [-0.3, +2.8] tie`, as `PairedResult.text`."""
     return (
-        f"{_signed(point['difference'])} [{_signed(point['low'])}, {_signed(point['high'])}] "
+        f"{signed(point['difference'])} [{signed(point['low'])}, {signed(point['high'])}] "
         f"{point['verdict']}"
     )
 
@@ -525,7 +519,7 @@ def draw_forest(axes, points: Sequence[Mapping[str, Any]], key: str = "task") ->
     ys = list(range(len(points)))[::-1]
     for y, point in zip(ys, points):
         verdict = point["verdict"]
-        colour = "#777777" if verdict == VERDICT_TIE else _colour(verdict)
+        colour = TIE_COLOUR if verdict == TIE else mode_colour(verdict)
         container = axes.errorbar(
             [point["difference"]],
             [y],
@@ -602,7 +596,7 @@ def draw_frontier(
             yerr=[[point["std"]], [point["std"]]],
             xerr=[[x - low], [high - x]],
             fmt="o",
-            color=_colour(point["mode"]),
+            color=mode_colour(point["mode"]),
             capsize=3,
             label=point["mode"],
         )
@@ -613,7 +607,7 @@ def draw_frontier(
             xytext=(5, 5),
             textcoords="offset points",
             fontsize=9,
-            color=_colour(point["mode"]),
+            color=mode_colour(point["mode"]),
         )
     front = pareto_front(usable, cost_key, higher_is_better)
     by_mode = {p["mode"]: p for p in usable}
@@ -663,7 +657,7 @@ def draw_curves(
             axes.plot(
                 run["epochs"],
                 values,
-                color=_colour(mode),
+                color=mode_colour(mode),
                 linewidth=0.9,
                 alpha=0.8,
                 marker="." if len(values) < 30 else None,
@@ -696,7 +690,7 @@ def draw_mix(
         bars = axes.bar(
             mix["layers"],
             mix["weights"],
-            color=_colour(REFERENCE),
+            color=mode_colour(REFERENCE),
             alpha=0.75,
             label=f"mix weight (mean of {len(mix['per_run'])})",
         )
@@ -708,7 +702,7 @@ def draw_mix(
     probe_axes = axes.twinx() if (mix is not None and probe is not None) else axes
     if probe is not None:
         for kind, model in probe["models"].items():
-            colour, marker = PROBE_STYLES.get(kind, ("#555555", "^"))
+            colour, marker = PROBE_STYLES.get(kind, (OTHER_COLOUR, "^"))
             values = [math.nan if value is None else value for value in model["scores"]]
             (line,) = probe_axes.plot(
                 model["layers"],
@@ -987,101 +981,6 @@ def _table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], marks: boo
     return "\n".join(out)
 
 
-def json_tables(report_json: Mapping[str, Any]) -> List[Tuple[str, List[str], List[List[Any]]]]:
-    """Without a `Report`: per encoder, the scores (with the verdicts) and costs, from the JSON."""
-    tables = []
-    by_encoder: Dict[str, List[Dict[str, Any]]] = {}
-    for row in task_rows(report_json):
-        by_encoder.setdefault(str(row.get("encoder")), []).append(row)
-    for encoder, rows in by_encoder.items():
-        modes = [m for m in MODES if any(m in used_modes(r) for r in rows)]
-        header = ["Task", "Metric"] + [f"{m} (ours)" for m in modes] + ["Δ ft−fe"]
-        header += [f"{p['mode']} vs {REFERENCE}" for p in _all_forest_modes(rows)]
-        body = []
-        for row in rows:
-            cells = row.get("cells") or {}
-            delta = _number(row.get("delta"))
-            line = [TASK_TITLES.get(row["task"], row["task"]), _metric_title(row)]
-            line += [(cells.get(m) or {}).get("text") or "—" for m in modes]
-            line.append("—" if delta is None else _signed(delta))
-            forest = {p["mode"]: p for p in forest_data(row)}
-            line += [
-                forest_text(forest[p["mode"]]) if p["mode"] in forest else "—"
-                for p in _all_forest_modes(rows)
-            ]
-            body.append(line)
-        title = ENCODER_TITLES.get(encoder, encoder)
-        tables.append((title, header, body))
-        cost_rows = []
-        for row in rows:
-            for mode in used_modes(row):
-                cost = row["cells"][mode].get("cost") or {}
-                if not cost.get("runs_with_costs"):
-                    continue
-                cost_rows.append(
-                    [f"{TASK_TITLES.get(row['task'], row['task'])} {mode}",
-                     _fmt(_number(cost.get("trainable_params")), 0),
-                     _fmt(_number(cost.get("stored_params")), 0),
-                     _fmt(_number(cost.get("mean_epoch_seconds")), 1),
-                     _fmt(_number(cost.get("peak_rss_mb")), 0),
-                     str(cost.get("runs_with_costs"))]
-                )  # fmt: skip
-        if cost_rows:
-            tables.append(
-                (f"{title}: costs (mean over runs)",
-                 ["Cell", "Trainable params", "Stored params", "s/epoch", "Peak RSS MB",
-                  "Runs with costs"], cost_rows)
-            )  # fmt: skip
-    others = report_json.get("others") or []
-    if others:
-        tables.append(
-            ("Other runs (ablations, search trials, unrecognised names)",
-             ["Run", "Metric", "Score"],
-             [[o.get("label"), o.get("metric"), o.get("text")] for o in others])
-        )  # fmt: skip
-    return tables
-
-
-def _all_forest_modes(rows: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-    seen: Dict[str, Dict[str, Any]] = {}
-    for row in rows:
-        for point in forest_data(row):
-            seen.setdefault(point["mode"], point)
-    return list(seen.values())
-
-
-def json_summary_lines(report_json: Mapping[str, Any]) -> List[str]:
-    runs = [run for row in task_rows(report_json) for cell in row["cells"].values()
-            for run in cell.get("runs") or []]  # fmt: skip
-    runs += [run for other in report_json.get("others") or [] for run in other.get("runs") or []]
-    split = report_json.get("split", "validation")
-    return [
-        f"{len(runs)} runs found in {', '.join(report_json.get('roots') or ['?'])}.",
-        "Scores: "
-        + ("best-epoch validation" if split == "validation" else "test")
-        + " score of each run's primary metric, ×100, mean ± sample std over seeds.",
-    ]
-
-
-def json_notes(report_json: Mapping[str, Any]) -> List[Tuple[str, List[str]]]:
-    problems = [
-        f"{run.get('status')}: {run.get('path')}"
-        + (f" ({run['detail']})" if run.get("detail") else "")
-        for row in task_rows(report_json)
-        for cell in row["cells"].values()
-        for run in cell.get("runs") or []
-        if run.get("status") != OK
-    ]
-    missing = [
-        f"{path}: no costs ({COST_NAME})" for path in report_json.get("runs_without_costs") or []
-    ]
-    missing += [f"{path}: no {PREDICTIONS_NAME}"
-                for path in report_json.get("runs_without_predictions") or []]  # fmt: skip
-    sections = [("Runs without a score", problems),
-                ("Scored runs without costs or dev predictions", missing)]  # fmt: skip
-    return [(title, lines) for title, lines in sections if lines]
-
-
 def _overlap_lines(row: Mapping[str, Any]) -> List[str]:
     lines = []
     for entry in row.get("overlap") or []:
@@ -1097,8 +996,8 @@ STYLE = (
     "body{font-family:sans-serif;margin:1.2em;max-width:1500px;color:#222}"
     "table{border-collapse:collapse;margin:0.3em 0 1em 0;font-size:0.92em}"
     "td,th{border:1px solid #999;padding:3px 8px}th{background:#eee}"
-    "td.ft{background:#f7c6a3}td.fe{background:#b8d8f0}"
-    "h2{margin-bottom:0.2em}h3{margin:0.2em 0}"
+    + mark_css()
+    + "h2{margin-bottom:0.2em}h3{margin:0.2em 0}"
     ".panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:12px;"
     "align-items:start}"
     "figure{margin:0;padding:6px;border:1px solid #ddd;border-radius:4px;min-width:0}"
@@ -1109,13 +1008,15 @@ STYLE = (
 )
 
 
-def render_html(
-    report_json: Mapping[str, Any],
-    *,
-    report: Optional[Report] = None,
-    probe_dirs: Optional[Mapping[str, Union[str, Path]]] = None,
+def render_report_html(
+    report: Report, probe_dirs: Optional[Mapping[str, Union[str, Path]]] = None
 ) -> str:
-    """One self-contained HTML page: tables, summary, notes and the figures of every task."""
+    """
+    One self-contained page from the report model, as the Markdown is: its summary lines, the
+    answer, its tables and its notes, and per task the figures (forest plot of the paired
+    differences, score against cost, learning curves, scalar-mix weights beside the probe),
+    drawn from the rows of `render_json(report)`.
+    """
     title = "Feature extraction vs fine-tuning"
     out = [
         "<!DOCTYPE html>",
@@ -1123,23 +1024,31 @@ def render_html(
         f"<style>{STYLE}</style></head><body>",
         f"<h1>{title}</h1>",
     ]
-    summary = report.summary_lines() if report is not None else json_summary_lines(report_json)
-    out += [f"<p>{html.escape(line)}</p>" for line in summary]
-    answer = answer_lines(report) if report is not None else report_json.get("answer") or []
+    out += [f"<p>{html.escape(line)}</p>" for line in report.summary_lines()]
+    answer = answer_lines(report)
     if answer:
         out.append(f"<h2>{html.escape(ANSWER_TITLE)}</h2><ul>")
         out += [f"<li>{html.escape(str(line))}</li>" for line in answer]
         out.append("</ul>")
-    if report is not None:
-        for table in report.tables():
-            out.append(f"<h2>{html.escape(table.title)}</h2>")
-            out.append(_table_html(table.header, table.rows, marks=True))
-    else:
-        for table_title, header, rows in json_tables(report_json):
-            out.append(f"<h2>{html.escape(table_title)}</h2>")
-            out.append(_table_html(header, rows))
+    for table in report.tables():
+        out.append(f"<h2>{html.escape(table.title)}</h2>")
+        out.append(_table_html(table.header, table.rows, marks=True))
+    out += _task_sections(task_rows(render_json(report)), probe_dirs)
+    for note_title, lines in report.notes():
+        out.append(f"<h2>{html.escape(note_title)}</h2><ul>")
+        out += [f"<li>{html.escape(line)}</li>" for line in lines]
+        out.append("</ul>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _task_sections(
+    rows: Sequence[Mapping[str, Any]], probe_dirs: Optional[Mapping[str, Union[str, Path]]]
+) -> List[str]:
+    """Per task row: its heading, its overlap lines and its panels (a figure or why not)."""
+    out = []
     figure_index = 0
-    for row in task_rows(report_json):
+    for row in rows:
         out.append(
             f'<h2 id="task-{html.escape(task_key(row))}">{html.escape(task_title(row))}</h2>'
         )
@@ -1164,13 +1073,7 @@ def render_html(
                 out.append("</details>")
             out.append("</figure>")
         out.append("</div>")
-    notes = report.notes() if report is not None else json_notes(report_json)
-    for note_title, lines in notes:
-        out.append(f"<h2>{html.escape(note_title)}</h2><ul>")
-        out += [f"<li>{html.escape(line)}</li>" for line in lines]
-        out.append("</ul>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 # ---- PNG ----------
@@ -1179,25 +1082,23 @@ PNG_WIDTH = 22.0  # inches
 PANEL_HEIGHT = 3.4
 
 
-def render_png(
-    report_json: Mapping[str, Any],
+def render_report_png(
+    report: Report,
     path: Union[str, Path],
-    *,
-    report: Optional[Report] = None,
     probe_dirs: Optional[Mapping[str, Union[str, Path]]] = None,
     dpi: int = 90,
 ) -> None:
-    """The tables (title right above each) and every task's panels in rows, in one PNG."""
+    """
+    The report's tables (title right above each) and every task's panels in rows, in one PNG
+    (matplotlib's Agg: no display needed), from the same report model as the page.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    if report is not None:
-        tables = [
-            (t.title, t.header, [[text for text, _ in r] for r in t.rows]) for t in report.tables()
-        ]
-    else:
-        tables = json_tables(report_json)
-    rows = task_rows(report_json)
+    tables = [
+        (t.title, t.header, [[text for text, _ in r] for r in t.rows]) for t in report.tables()
+    ]
+    rows = task_rows(render_json(report))
     panels = [task_panels(row, probe_dirs) for row in rows]
     table_heights = [0.2 * (len(body) + 1) + 0.35 for _, _, body in tables]
     # A task whose panels are all missing gets a short row: its boxes of text need no more.
@@ -1214,7 +1115,7 @@ def render_png(
         axes.set_axis_off()
         axes.set_title(table_title, loc="left", fontsize=11, fontweight="bold", pad=2)
         drawn = axes.table(
-            cellText=[[str(cell) for cell in line] for line in body] or [["—"] * len(header)],
+            cellText=[[str(cell) for cell in line] for line in body] or [[NONE] * len(header)],
             colLabels=header,
             colColours=["#eeeeee"] * len(header),
             loc="upper left",
@@ -1235,23 +1136,3 @@ def render_png(
     if not tables and not rows:
         figure.text(0.5, 0.5, "No runs found", ha="center")
     figure.savefig(str(path), dpi=dpi)
-
-
-def render_report_html(
-    report: Report, probe_dirs: Optional[Dict[str, Union[str, Path]]] = None
-) -> str:
-    """
-    One self-contained page: the tables and notes, and per task the figures (forest plot of the
-    paired differences, score against cost, learning curves, scalar-mix weights beside the
-    probe), drawn from `render_json(report)` with the report's own tables and notes.
-    """
-    return render_html(render_json(report), report=report, probe_dirs=probe_dirs)
-
-
-def render_report_png(
-    report: Report,
-    path: Union[str, Path],
-    probe_dirs: Optional[Dict[str, Union[str, Path]]] = None,
-) -> None:
-    """The same tables and figures in one PNG (matplotlib's Agg: no display needed)."""
-    render_png(render_json(report), path, report=report, probe_dirs=probe_dirs)

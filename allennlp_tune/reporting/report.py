@@ -75,6 +75,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from allennlp_tune.reporting.labels import (
+    FAVOURS_FEATURE_EXTRACTION,
+    FAVOURS_FINE_TUNING,
+    METRIC_TITLES,
+    MODE_TITLES,
+    NONE,
+    NOT_AVAILABLE,
+    OVERLAP_MARK,
+    PAPER_METRICS,
+    PAPER_TABLE_2,
+    PEFT_PAIR,
+    REFERENCE,
+    RELATED_OVERLAP_MARK,
+    SECOND_REFERENCE,
+    cell_mark,
+    encoder_title,
+    signed,
+    task_title,
+)
 from allennlp_tune.reporting.overlap import (
     DIRECT,
     Overlap,
@@ -109,73 +128,10 @@ from allennlp_tune.rundir import (
 # What `tune-compare --sequential` writes into its results folder (`results.rounds`).
 SEQUENTIAL_NAME = "sequential.json"
 
-# Table 2 of the paper: GLUE/SICK/CoNLL scores, first row of each pair feature extraction.
-PAPER_TABLE_2: Dict[str, Dict[str, Dict[str, float]]] = {
-    "elmo": {
-        "fe": {"conll2003": 91.7, "sst2": 91.8, "mnli": 79.6, "sick_e": 86.3, "sick_r": 86.1,
-               "mrpc": 76.0, "sts_b": 75.9},
-        "ft": {"conll2003": 91.9, "sst2": 91.2, "mnli": 76.4, "sick_e": 83.3, "sick_r": 83.3,
-               "mrpc": 74.7, "sts_b": 75.5},
-    },
-    "bert": {
-        "fe": {"conll2003": 92.2, "sst2": 93.0, "mnli": 84.6, "sick_e": 84.8, "sick_r": 86.4,
-               "mrpc": 78.1, "sts_b": 82.9},
-        "ft": {"conll2003": 92.4, "sst2": 93.5, "mnli": 84.6, "sick_e": 85.8, "sick_r": 88.7,
-               "mrpc": 84.8, "sts_b": 87.1},
-    },
-}  # fmt: skip
-PAPER_METRICS = {
-    "conll2003": "span F1",
-    "sst2": "accuracy",
-    "mnli": "matched acc.",
-    "sick_e": "accuracy",
-    "sick_r": "Pearson",
-    "mrpc": "accuracy",
-    "sts_b": "Pearson",
-}
-# AllenNLP's metric names, as the Metric column prints them; any other name is printed as is.
-METRIC_TITLES = {
-    "f1-measure-overall": "span F1",
-    "accuracy": "accuracy",
-    "pearson": "Pearson",
-    "spearman": "Spearman",
-    "mcc": "MCC",
-    "loss": "loss",
-}
-TASK_TITLES = {
-    "conll2003": "CoNLL 2003",
-    "sst2": "SST-2",
-    "mnli": "MNLI",
-    "sick_e": "SICK-E",
-    "sick_r": "SICK-R",
-    "mrpc": "MRPC",
-    "sts_b": "STS-B",
-    "cola": "CoLA",
-}
-ENCODER_TITLES = {"elmo": "ELMo", "bert": "BERT"}
-MODE_TITLES = {
-    "fe": "feature extraction",
-    "ft": "fine-tuning",
-    "sf": "stack-then-finetune",
-    "bitfit": "bias-only fine-tuning",
-    "lora": "low-rank adapters",
-}
 # Modes with a column in every encoder table; the others (bitfit, lora) only where some run used
 # them.
 ALWAYS_SHOWN_MODES = ("fe", "ft", "sf")
-NOT_AVAILABLE = "n/a"
-FAVOURS_FINE_TUNING = "[ft]"
-FAVOURS_FEATURE_EXTRACTION = "[fe]"
-# The paired comparisons: every mode against the reference fe, the other modes against ft, and
-# the two parameter-efficient arms against each other (lora − bitfit).
-REFERENCE = "fe"
-SECOND_REFERENCE = "ft"
-PEFT_PAIR = ("lora", "bitfit")
 VERDICT_HEADER = "Verdict ft vs fe (95% CI)"
-# Task marks for a known overlap with the encoder's training data (its model card).
-OVERLAP_MARK = "†"
-RELATED_OVERLAP_MARK = "(†)"
-NONE = "—"
 MIXED = "mixed settings"
 REPEATED = "repeated seed"
 ABSENT = "(absent)"
@@ -406,7 +362,7 @@ class Row:
     def title(self) -> str:
         """The task's title with its overlap mark: `MNLI †`."""
         mark = self.overlap_mark
-        return f"{_task_title(self.task)} {mark}" if mark else _task_title(self.task)
+        return f"{task_title(self.task)} {mark}" if mark else task_title(self.task)
 
     @property
     def delta(self) -> Optional[float]:
@@ -479,7 +435,7 @@ class Report:
             for row in rows:
                 delta, delta_mark_ = format_delta(row.delta)
                 if row.verdict is not None and row.delta is not None:
-                    delta, delta_mark_ = _signed(row.delta), None  # the verdict replaces it
+                    delta, delta_mark_ = signed(row.delta), None  # the verdict replaces it
                 paper_delta, paper_mark = format_delta(row.paper_delta)
                 cells = [
                     (row.title, None),
@@ -503,11 +459,11 @@ class Report:
                 keep = [i for i, name in enumerate(header) if name not in PAPER_COLUMNS]
                 header = [header[i] for i in keep]
                 body = [[cells[i] for i in keep] for cells in body]
-            tables.append(Table(ENCODER_TITLES.get(encoder, encoder), header, body))
-            compared = paired_table(ENCODER_TITLES.get(encoder, encoder), rows)
+            tables.append(Table(encoder_title(encoder), header, body))
+            compared = paired_table(encoder_title(encoder), rows)
             if compared is not None:
                 tables.append(compared)
-            costs = cost_table(ENCODER_TITLES.get(encoder, encoder), rows)
+            costs = cost_table(encoder_title(encoder), rows)
             if costs is not None:
                 tables.append(costs)
         if self.others:
@@ -565,7 +521,7 @@ class Report:
     def labelled_rows(self) -> List[Tuple[str, Row]]:
         """(`BERT SICK-E`, row) for every Table 2 row."""
         return [
-            (f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(row.task)}", row)
+            (f"{encoder_title(encoder)} {task_title(row.task)}", row)
             for encoder, rows in self.encoder_rows.items()
             for row in rows
         ]
@@ -634,7 +590,7 @@ class Report:
             if plan.get("description") and plan["description"] not in lines:
                 lines.append(plan["description"])
             encoder, task = str(saved.get("encoder")), str(saved.get("task"))
-            label = f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(task)}"
+            label = f"{encoder_title(encoder)} {task_title(task)}"
             row = next((r for r in self.encoder_rows.get(encoder, []) if r.task == task), None)
             looks = len(plan.get("looks") or [])
             for pair in saved.get("pairs") or []:
@@ -686,7 +642,7 @@ class Report:
     def cells(self) -> List[Tuple[str, Summary]]:
         """Every non-empty cell with a label, Table 2 cells first, then the other runs."""
         labelled = [
-            (f"{ENCODER_TITLES.get(encoder, encoder)} {_task_title(row.task)} {mode}", summary)
+            (f"{encoder_title(encoder)} {task_title(row.task)} {mode}", summary)
             for encoder, rows in self.encoder_rows.items()
             for row in rows
             for mode, summary in row.cells.items()
@@ -782,19 +738,11 @@ class Report:
         return lines
 
 
-def _task_title(task: str) -> str:
-    return TASK_TITLES.get(task, task)
-
-
 def _display_path(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _signed(value: float, digits: int = 1) -> str:
-    return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
 
 
 def _seed_list(seeds: Sequence[Optional[int]]) -> str:
@@ -838,9 +786,9 @@ def verdict_cell(result: Optional[PairedResult]) -> Tuple[str, Optional[str]]:
     """`ft +1.2 [+0.3, +2.1]`, `tie -0.4 [-1.5, +0.6]`, or `—`; marked with the winner."""
     if result is None:
         return NONE, None
-    interval = f"[{_signed(result.low)}, {_signed(result.high)}]"
-    mark = result.verdict if result.verdict in MARK_COLOURS else None
-    return f"{result.verdict} {_signed(result.difference)} {interval}", mark
+    interval = f"[{signed(result.low)}, {signed(result.high)}]"
+    mark = cell_mark(result.verdict)
+    return f"{result.verdict} {signed(result.difference)} {interval}", mark
 
 
 def _paper(value: Optional[float]) -> str:
@@ -978,7 +926,7 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     for task, mode, summary in cells:
         body.append(
             # One "Cell" column ("SICK-E lora"), so rows never start like the score table's.
-            [(f"{_task_title(task)} {mode}", None)]
+            [(f"{task_title(task)} {mode}", None)]
             + [(_cost_text(summary, key, kind), None) for _, key, kind in columns]
             + ([(passes_text(mean_encoder_passes(summary)), None)] if passes else [])
             + [(f"{len(summary.runs_with_costs())}/{len(summary.runs)}", None)]
@@ -1025,7 +973,7 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
             if result is None:
                 cells.append((NONE, None))
             else:
-                mark = result.verdict if result.verdict in MARK_COLOURS else None
+                mark = cell_mark(result.verdict)
                 cells.append((result.text(), mark))
         seeds = ", ".join(f"{mode} {len(seeds)}" for mode, seeds in row.paired_seeds.items())
         cells += [(str(row.paired[0].examples), None), (seeds, None)]
@@ -1358,7 +1306,7 @@ def answer_sentence(label: str, row: Row) -> Optional[str]:
         if arm not in (result.mode_a, result.mode_b):
             continue
         other, difference, low, high = _against(result, arm)
-        interval = f"{_signed(difference)} [{_signed(low)}, {_signed(high)}]"
+        interval = f"{signed(difference)} [{signed(low)}, {signed(high)}]"
         if result.verdict == arm:
             said.append(f"beats {other} by {interval}")
         elif result.verdict == TIE:
@@ -1503,7 +1451,3 @@ def render_json(report: Report) -> Dict[str, Any]:
         "runs_without_costs": [str(run.path) for run in report.without_costs()],
         "runs_without_predictions": [str(run.path) for run in report.without_predictions()],
     }
-
-
-# The paper colours cells that favour fine-tuning warm and feature extraction cold.
-MARK_COLOURS = {"ft": "#f7c6a3", "fe": "#b8d8f0"}
