@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from allennlp_tune.reporting.answer import ANSWER_TITLE, answer_lines
 from allennlp_tune.reporting.labels import (
     ENCODER_TITLES,
     METRIC_TITLES,
@@ -70,12 +71,8 @@ from allennlp_tune.reporting.labels import (
     signed,
 )
 from allennlp_tune.reporting.paired import TIE
-from allennlp_tune.reporting.report import (
-    ANSWER_TITLE,
-    Report,
-    answer_lines,
-    render_json,
-)
+from allennlp_tune.reporting.render import render_json
+from allennlp_tune.reporting.report import Report
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,

@@ -30,7 +30,8 @@ from allennlp_tune.reporting.html_report import (
     task_panels,
 )
 from allennlp_tune.reporting.paired import compare_modes
-from allennlp_tune.reporting.report import render_json, report_from_dirs
+from allennlp_tune.reporting.render import render_json
+from allennlp_tune.reporting.report import report_from_dirs
 
 EXAMPLES = 200
 ACCURACY = {"fe": 0.70, "ft": 0.95, "sf": 0.72}  # ft the clear winner
