@@ -9,7 +9,10 @@ import tarfile
 import pytest
 import torch
 
-from allennlp_tune.reporting.html_report import (
+from allennlp_tune.reporting.figures import forest_figure, forest_text
+from allennlp_tune.reporting.html_report import render_report_html, render_report_png
+from allennlp_tune.reporting.paired import compare_modes
+from allennlp_tune.reporting.panel_data import (
     NO_COSTS,
     NO_CURVES,
     NO_FE,
@@ -18,18 +21,13 @@ from allennlp_tune.reporting.html_report import (
     NO_PROBE,
     curve_data,
     forest_data,
-    forest_figure,
-    forest_text,
     frontier_data,
     mix_weights,
     pareto_front,
     probe_data,
-    render_report_html,
-    render_report_png,
     softmax,
-    task_panels,
 )
-from allennlp_tune.reporting.paired import compare_modes
+from allennlp_tune.reporting.panels import task_panels
 from allennlp_tune.reporting.render import render_json
 from allennlp_tune.reporting.report import report_from_dirs
 
@@ -345,7 +343,7 @@ def test_frontier_log_axis_labels_are_short_and_only_on_1_2_5(seconds, expected)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from allennlp_tune.reporting.html_report import draw_frontier
+    from allennlp_tune.reporting.figures import draw_frontier
 
     points = [
         {"mode": f"m{i}", "score": 80.0 + i, "std": 0.0, "seconds": value}
