@@ -65,6 +65,7 @@ class Summary:
 
     @property
     def as_percent(self) -> bool:
+        """Whether every scored run's metric is one where higher is better (shown ×100)."""
         return all(run.higher_is_better for run in self.scored_runs)
 
     @property
@@ -79,6 +80,7 @@ class Summary:
 
     @property
     def metrics(self) -> str:
+        """The cell's metric titles (`accuracy`, or `accuracy / loss` where runs differ)."""
         names = sorted(
             {METRIC_TITLES.get(run.metric, run.metric) for run in self.runs if run.metric}
         )
@@ -122,6 +124,7 @@ class Summary:
         return [run for run in self.scored_runs if has_costs(run)]
 
     def cost_json(self) -> Dict[str, Any]:
+        """The cell's mean costs as the JSON holds them, with its runs with costs and passes."""
         means: Dict[str, Any] = {key: self.cost_mean(key) for _, key, _ in COST_COLUMNS}
         means["total_params"] = self.cost_mean("total_params")
         means["runs_with_costs"] = len(self.runs_with_costs())
@@ -132,6 +135,7 @@ class Summary:
         return means
 
     def status_counts(self) -> Dict[str, int]:
+        """How many of the cell's runs have each status, every status counted."""
         counts = {status: 0 for status in STATUSES}
         for run in self.runs:
             counts[run.status] = counts.get(run.status, 0) + 1
@@ -180,6 +184,11 @@ class KnownOverlap:
 
 @dataclass
 class Row:
+    """
+    One task of one encoder: its cells by mode beside the paper's numbers, and what the report
+    found about them (paired comparisons, known overlaps).
+    """
+
     task: str
     cells: Dict[str, Summary]
     paper: Dict[str, Optional[float]]
@@ -241,6 +250,7 @@ class Row:
 
     @property
     def paper_delta(self) -> Optional[float]:
+        """ft − fe of the paper's numbers; `None` where the paper has no such row."""
         fe, ft = self.paper["fe"], self.paper["ft"]
         return None if fe is None or ft is None else ft - fe
 
@@ -250,5 +260,6 @@ class Row:
 
     @property
     def metric(self) -> str:
+        """The row's metric titles from its runs, else the paper's metric for the task."""
         ours = Summary([run for cell in self.cells.values() for run in cell.runs]).metrics
         return ours if ours != "?" else PAPER_METRICS.get(self.task, ours)

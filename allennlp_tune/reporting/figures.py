@@ -56,6 +56,7 @@ def _errorbar_gids(container, gid: str) -> None:
 
 
 def draw_forest(axes, points: Sequence[Mapping[str, Any]], key: str = "task") -> None:
+    """Each point's difference and interval, the zero line, and the verdict beside it."""
     ys = list(range(len(points)))[::-1]
     for y, point in zip(ys, points):
         verdict = point["verdict"]
@@ -122,6 +123,7 @@ def draw_frontier(
     higher_is_better: bool = True,
     ylabel: str = "dev score",
 ) -> None:
+    """Score against `cost_key` on a log axis, the seed spread, and the Pareto frontier."""
     from matplotlib import ticker
 
     label, low_key, high_key = COSTS[cost_key]
@@ -191,6 +193,7 @@ def frontier_figure(
 def draw_curves(
     axes, curves: Mapping[str, Sequence[Mapping[str, Any]]], key: str = "task", ylabel: str = ""
 ) -> None:
+    """One thin line per run and epoch, coloured by mode."""
     for mode, runs in curves.items():
         for index, run in enumerate(runs):
             values = [math.nan if value is None else value for value in run["values"]]
@@ -225,6 +228,7 @@ def draw_mix(
     probe: Optional[Mapping[str, Any]] = None,
     key: str = "task",
 ) -> None:
+    """Mix weights per layer as bars and the probe per layer as lines (a right axis)."""
     handles = []
     if mix is not None:
         bars = axes.bar(
@@ -276,6 +280,7 @@ def mix_figure(
 
 
 def draw_missing(axes, title: str, reason: str) -> None:
+    """A named box saying why a panel cannot be drawn."""
     import textwrap
 
     axes.set_axis_off()

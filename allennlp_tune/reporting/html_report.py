@@ -62,6 +62,7 @@ def figure_svg(figure, prefix: str) -> str:
 
 
 def _table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], marks: bool = False) -> str:
+    """A table as HTML; with `marks`, cells are (text, mark) and a mark becomes a class."""
     out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>"]
     for row in rows:
         cells = []
@@ -75,6 +76,7 @@ def _table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], marks: boo
 
 
 def _overlap_lines(row: Mapping[str, Any]) -> List[str]:
+    """The known-overlap lines a row's JSON holds, as text."""
     lines = []
     for entry in row.get("overlap") or []:
         if isinstance(entry, dict):

@@ -112,6 +112,7 @@ def encoder_title(encoder: str) -> str:
 
 
 def mode_colour(mode: str) -> str:
+    """A mode's colour in the figures; a mode without one is dark grey."""
     return MODE_COLOURS.get(mode, OTHER_COLOUR)
 
 

@@ -89,6 +89,7 @@ def task_key(row: Mapping[str, Any]) -> str:
 
 
 def task_title(row: Mapping[str, Any]) -> str:
+    """`SICK-E (BERT)`: the heading of a task's panels."""
     task, encoder = str(row.get("task")), str(row.get("encoder"))
     return f"{TASK_TITLES.get(task, task)} ({ENCODER_TITLES.get(encoder, encoder)})"
 
@@ -281,6 +282,7 @@ def curve_data(row: Mapping[str, Any]) -> Dict[str, List[Dict[str, Any]]]:
 
 
 def softmax(values: Sequence[float]) -> List[float]:
+    """The softmax of `values` (a scalar mix's weights from its raw parameters)."""
     top = max(values)
     exps = [math.exp(value - top) for value in values]
     total = sum(exps)

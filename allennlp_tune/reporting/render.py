@@ -20,6 +20,7 @@ def _markdown_escape(text: str) -> str:
 
 
 def render_markdown(report: Report) -> str:
+    """The report as Markdown, as `tune-report` prints it: summary, answer, tables, notes."""
     lines = ["# Feature extraction vs fine-tuning", ""]
     lines += [line + "  " for line in report.summary_lines()]
     answer = answer_lines(report)

@@ -11,7 +11,7 @@ Ruder & Smith 2019, "To Tune or Not to Tune?", Table 2) stand beside ours, and
 stack-then-finetune (sf) is a further column; bitfit (bias-only fine-tuning) and lora (low-rank
 adapters) get columns of their own after it in a table where some run used them.
 
-The verdict (issue 16). Where the runs left `dev_predictions.jsonl`, every pair of a row's modes
+The verdict. Where the runs left `dev_predictions.jsonl`, every pair of a row's modes
 is compared by the paired bootstrap of `allennlp_tune.reporting.paired` (the same resampled dev
 examples for both modes, seeds resampled too; the task's own metric, with the configs'
 `positive_label` for F1 and `label_encoding` for span F1), once per row for all its pairs: each
@@ -31,8 +31,8 @@ The answer first. Above the tables, one sentence per row with paired results (`a
 the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
 mean seconds per epoch, then trainable parameters), its 95% intervals against the modes it was
 compared with, its cost (s/epoch, trainable parameters) against theirs, and whether the recipes
-were searched (every run's `tune_run.json` records a `search`; none does yet, so today it says
-"default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
+were searched (every run's `tune_run.json` records a `search`; otherwise it says "default
+recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
 after two epochs or more) in some run gets a warning: still improving, under-trained at a recipe
 nobody searched. A table whose rows have none of the paper's numbers (tasks or encoders that are
 not the paper's) leaves out the paper's columns, and the summary its citation.
@@ -66,6 +66,13 @@ silently; a cell with two runs of one seed (the same grid reported twice, say) s
 seed` and the report names them. Ablations (config names with a suffix), search trials and runs
 whose names follow no convention go to a second table. How runs are found and identified:
 `allennlp_tune.rundir`.
+
+Where each part lives, lowest first (each module imports only the ones before it): `labels`
+(titles, the paper's numbers, marks, colours), `costs` (cost arithmetic), `cells` (`Summary`,
+`Row`), `intervals` (`compute_paired`), `tables` (the tables as data), this module (`Report`,
+its summary lines and notes, `build_report`, `report_from_dirs`), `answer` (the answer first),
+`render` (Markdown and JSON), then the page: `panel_data`, `figures`, `panels` and
+`html_report` (HTML and PNG).
 """
 
 from dataclasses import dataclass, field
@@ -144,6 +151,7 @@ class Report:
 
     @property
     def problems(self) -> List[Run]:
+        """The runs without a score (failed, incomplete, missing metric, pruned)."""
         return [run for run in self.runs if not run.scored]
 
     def tables(self) -> List[Table]:
@@ -165,6 +173,7 @@ class Report:
         return tables
 
     def summary_lines(self) -> List[str]:
+        """The lines above the tables: what was found where, and how to read the scores."""
         lines = [
             f"{len(self.runs)} runs found in {', '.join(self.roots)}"
             + (
@@ -383,6 +392,7 @@ class Report:
         return [run for run in self.runs if run.scored and not has_costs(run)]
 
     def without_predictions(self) -> List[Run]:
+        """Scored runs without dev predictions (no paired intervals from them)."""
         return [run for run in self.runs if run.scored and not run.predictions]
 
     def missing_output_lines(self) -> List[str]:
@@ -413,6 +423,7 @@ class Report:
         return lines
 
     def problem_lines(self) -> List[str]:
+        """One line per run without a score: its status, folder, detail and log."""
         lines = []
         for run in self.problems:
             line = f"{run.status}: {run.path}"
@@ -562,6 +573,10 @@ def report_from_dirs(
     replicates: int = DEFAULT_REPLICATES,
     margin: Optional[float] = None,
 ) -> Report:
+    """
+    The report of the runs under `dirs` (see `build_report`), with each folder's
+    `sequential.json` (`tune-compare --sequential`).
+    """
     runs, superseded = load_runs([Path(d) for d in dirs], split)
     roots = [str(d) for d in dirs]
     report = build_report(runs, roots, superseded, split, intervals, replicates, margin)

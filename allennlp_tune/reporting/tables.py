@@ -58,6 +58,7 @@ def delta_mark(delta: float) -> Optional[str]:
 
 
 def format_delta(delta: Optional[float]) -> Tuple[str, Optional[str]]:
+    """A Delta cell: `+1.2 [ft]` by the old one-point rule, and the mode it favours."""
     if delta is None:
         return NONE, None
     mark = delta_mark(delta)
@@ -72,6 +73,8 @@ Cell = Tuple[str, Optional[str]]
 
 @dataclass
 class Table:
+    """A table as data: every renderer shows its title, header and cells as they are."""
+
     title: str
     header: List[str]
     rows: List[List[Cell]]
@@ -104,6 +107,7 @@ def shown_modes(rows: Sequence[Row]) -> List[str]:
 
 
 def _cost_text(summary: Summary, key: str, kind: str) -> str:
+    """A cost cell: the mean of `key` over the cell's scored runs, shown as `kind` says."""
     mean = summary.cost_mean(key)
     if mean is None:
         return NOT_AVAILABLE
