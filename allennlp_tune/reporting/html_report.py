@@ -20,10 +20,7 @@ from allennlp_tune.reporting.answer import ANSWER_TITLE, answer_lines
 from allennlp_tune.reporting.figures import (
     draw_missing,
 )
-from allennlp_tune.reporting.labels import (
-    NONE,
-    mark_css,
-)
+from allennlp_tune.reporting.labels import NONE, REPORT_TITLE, mark_css
 from allennlp_tune.reporting.panel_data import (
     task_key,
     task_rows,
@@ -112,7 +109,7 @@ def render_report_html(
     differences, score against cost, learning curves, scalar-mix weights beside the probe),
     drawn from the rows of `render_json(report)`.
     """
-    title = "Feature extraction vs fine-tuning"
+    title = REPORT_TITLE
     out = [
         "<!DOCTYPE html>",
         f'<html><head><meta charset="utf-8"><title>{title}</title>',

@@ -56,6 +56,8 @@ TASK_TITLES = {
     "sts_b": "STS-B",
     "cola": "CoLA",
 }
+# The title of every view of the report (the Markdown, the page).
+REPORT_TITLE = "Feature extraction vs fine-tuning"
 ENCODER_TITLES = {"elmo": "ELMo", "bert": "BERT"}
 MODE_TITLES = {
     "fe": "feature extraction",

@@ -33,11 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from allennlp_tune.reporting.labels import (
-    ENCODER_TITLES,
-    REFERENCE,
-    TASK_TITLES,
-)
+from allennlp_tune.reporting import labels
+from allennlp_tune.reporting.labels import REFERENCE
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
@@ -91,7 +88,7 @@ def task_key(row: Mapping[str, Any]) -> str:
 def task_title(row: Mapping[str, Any]) -> str:
     """`SICK-E (BERT)`: the heading of a task's panels."""
     task, encoder = str(row.get("task")), str(row.get("encoder"))
-    return f"{TASK_TITLES.get(task, task)} ({ENCODER_TITLES.get(encoder, encoder)})"
+    return f"{labels.task_title(task)} ({labels.encoder_title(encoder)})"
 
 
 def used_modes(row: Mapping[str, Any]) -> List[str]:

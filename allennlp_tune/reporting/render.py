@@ -8,6 +8,7 @@ from typing import Any, Dict
 
 from allennlp_tune.reporting.answer import ANSWER_TITLE, answer_lines
 from allennlp_tune.reporting.cells import Summary
+from allennlp_tune.reporting.labels import REPORT_TITLE
 from allennlp_tune.reporting.paired import (
     describe_test,
 )
@@ -21,7 +22,7 @@ def _markdown_escape(text: str) -> str:
 
 def render_markdown(report: Report) -> str:
     """The report as Markdown, as `tune-report` prints it: summary, answer, tables, notes."""
-    lines = ["# Feature extraction vs fine-tuning", ""]
+    lines = [f"# {REPORT_TITLE}", ""]
     lines += [line + "  " for line in report.summary_lines()]
     answer = answer_lines(report)
     if answer:
