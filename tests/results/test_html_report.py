@@ -143,7 +143,7 @@ def row_of(report_json, task):
     return next(row for row in report_json["rows"] if row["task"] == task)
 
 
-def test_the_page_refers_to_nothing_outside_itself(report, report_json):
+def test_the_page_refers_to_nothing_outside_itself(report):
     page = render_report_html(report)
     assert "http" not in page
     assert "src=" not in page
