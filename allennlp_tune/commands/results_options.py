@@ -191,7 +191,8 @@ def train_and_report(command: str, train, args: argparse.Namespace) -> None:
 
 
 def print_report(dirs, args: argparse.Namespace) -> None:
-    from allennlp_tune.reporting.report import render_json, render_markdown, report_from_dirs
+    from allennlp_tune.reporting.render import render_json, render_markdown
+    from allennlp_tune.reporting.report import report_from_dirs
 
     # tune-report's --bootstrap / --no-intervals / --margin; tune-grid, tune-compare: defaults.
     options = {"intervals": not getattr(args, "no_intervals", False)}

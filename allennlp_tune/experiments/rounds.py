@@ -39,8 +39,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.grid import GridResult, run_grid
+from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
 from allennlp_tune.reporting.paired import metric_kind, read_predictions
-from allennlp_tune.reporting.report import SEQUENTIAL_NAME, bootstrap_options, row_pairs
+from allennlp_tune.reporting.report import SEQUENTIAL_NAME
 from allennlp_tune.reporting.sequential import Look, SequentialComparison, SequentialPlan
 from allennlp_tune.rundir import (
     PREDICTIONS_NAME,

@@ -19,7 +19,8 @@ from allennlp_tune.experiments.grid import (
     train_subprocess,
 )
 from allennlp_tune.planning.plan import render_config
-from allennlp_tune.reporting.report import render_markdown, report_from_dirs
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 
 
 def run_cli(add_parser, argv):

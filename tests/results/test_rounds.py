@@ -15,7 +15,8 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.commands.tune_compare import add_compare_parser, sequential_plan
 from allennlp_tune.experiments.rounds import SEQUENTIAL_NAME, run_sequential
-from allennlp_tune.reporting.report import render_markdown, report_from_dirs
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.reporting.sequential import AT_CAP, EQUIVALENT, SequentialPlan
 from allennlp_tune.rundir import parse_run_name
 
