@@ -41,7 +41,6 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
 from allennlp_tune.reporting.paired import metric_kind, read_predictions
-from allennlp_tune.reporting.report import SEQUENTIAL_NAME
 from allennlp_tune.reporting.sequential import Look, SequentialComparison, SequentialPlan
 from allennlp_tune.rundir import (
     PREDICTIONS_NAME,
@@ -51,6 +50,7 @@ from allennlp_tune.rundir import (
     parse_run_name,
     write_json,
 )
+from allennlp_tune.rundir.names import SEQUENTIAL_NAME
 
 Pair = Tuple[str, str]
 # train(modes, seeds) -> what the grid did; `run_sequential` trains with `run_grid`.

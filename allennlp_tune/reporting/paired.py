@@ -60,6 +60,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from allennlp_tune.reporting.labels import signed
 from allennlp_tune.rundir.names import PREDICTIONS_NAME
 
 TIE = "tie"
@@ -193,12 +194,8 @@ class PairedResult:
 
     def text(self, digits: int = 1) -> str:
         """`+1.2 [-0.3, +2.8] tie`."""
-
-        def signed(value: float) -> str:
-            return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
-
-        interval = f"[{signed(self.low)}, {signed(self.high)}]"
-        return f"{signed(self.difference)} {interval} {self.verdict}"
+        interval = f"[{signed(self.low, digits)}, {signed(self.high, digits)}]"
+        return f"{signed(self.difference, digits)} {interval} {self.verdict}"
 
     def as_dict(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}

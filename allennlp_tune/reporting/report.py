@@ -118,14 +118,13 @@ from allennlp_tune.rundir import (
     COST_NAME,
     MODES,
     PREDICTIONS_NAME,
+    SEQUENTIAL_NAME,
     TASKS,
     Run,
     load_runs,
     read_json,
 )
 
-# What `tune-compare --sequential` writes into its results folder (`results.rounds`).
-SEQUENTIAL_NAME = "sequential.json"
 # How many differing config keys the report names per mixed cell.
 MAX_MIXED_KEYS = 8
 

@@ -112,6 +112,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import optimize, special, stats
 
+from allennlp_tune.reporting import labels
 from allennlp_tune.reporting.paired import (
     Predictions,
     PredictionsLike,
@@ -464,9 +465,7 @@ class Look:
         """`ft better: +1.2 [+0.3, +2.1] (98.9% interval, 5 seeds each)`."""
 
         def signed(value: float) -> str:
-            if math.isinf(value):
-                return "-inf" if value < 0 else "+inf"
-            return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
+            return labels.signed(value, digits)
 
         if self.decision == A_BETTER:
             said = f"{self.mode_a} better"

@@ -30,6 +30,8 @@ ARCHIVE_NAME = "model.tar.gz"
 COST_NAME = "cost.json"
 # The best model's dev predictions, written by tune-grid and tune-search (`grid.predict_dev`).
 PREDICTIONS_NAME = "dev_predictions.jsonl"
+# The looks of `tune-compare --sequential`, in the results folder (`experiments.rounds`).
+SEQUENTIAL_NAME = "sequential.json"
 
 # The ext var that every config reads its seeds from; tune-grid, tune-search and the planner
 # set it in a training's environment.
