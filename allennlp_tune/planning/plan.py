@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.modes import FEATURE_EXTRACTION
 from allennlp_tune.planning.cost_model import COST_MODEL, ModeCost
 from allennlp_tune.planning.data_count import DataCount, cached_count, validation_count
 from allennlp_tune.planning.encoder_size import (
@@ -50,8 +51,6 @@ from allennlp_tune.planning.encoder_size import (
     transformer_size,
 )
 from allennlp_tune.rundir import config_stem, parse_run_name
-
-FE_MODE = "feature_extraction"
 
 
 @dataclass
@@ -141,13 +140,13 @@ def plan_cell(
     embedder = find_embedder(model_config)
     embedder_mode = (embedder or {}).get("mode")
     plan.mode = name.mode if name else None
-    if plan.mode is None and embedder_mode == FE_MODE:
+    if plan.mode is None and embedder_mode == FEATURE_EXTRACTION:
         plan.mode = "fe"
 
     _size_encoder(plan, embedder)
     _count_train_data(plan, rendered)
     cache = (embedder or {}).get("feature_cache")
-    if embedder_mode == FE_MODE and isinstance(cache, dict) and plan.encoder is not None:
+    if embedder_mode == FEATURE_EXTRACTION and isinstance(cache, dict) and plan.encoder is not None:
         _estimate_cache(plan, embedder, cache, rendered, cache_directory)
     _estimate_cost(plan, rendered, cost_model)
     return plan

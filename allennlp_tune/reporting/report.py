@@ -96,9 +96,9 @@ from allennlp_tune.reporting.paired import (
 from allennlp_tune.rundir import (
     COST_NAME,
     METRICS_NAME,
-    MODES,
     OK,
     PREDICTIONS_NAME,
+    RUN_MODES,
     STATUSES,
     TASKS,
     Run,
@@ -422,8 +422,8 @@ class Row:
         return None if fe is None or ft is None else ft - fe
 
     def used_modes(self) -> List[str]:
-        """The modes of this row that have runs, in `MODES` order."""
-        return [mode for mode in MODES if mode in self.cells and self.cells[mode].runs]
+        """The modes of this row that have runs, in `RUN_MODES` order."""
+        return [mode for mode in RUN_MODES if mode in self.cells and self.cells[mode].runs]
 
     @property
     def metric(self) -> str:
@@ -869,7 +869,7 @@ def shown_modes(rows: Sequence[Row]) -> List[str]:
     """fe, ft and sf, then bitfit and lora where some row has runs of them."""
     used = {mode for row in rows for mode in row.used_modes()}
     return list(ALWAYS_SHOWN_MODES) + [
-        mode for mode in MODES if mode not in ALWAYS_SHOWN_MODES and mode in used
+        mode for mode in RUN_MODES if mode not in ALWAYS_SHOWN_MODES and mode in used
     ]
 
 
@@ -1013,7 +1013,7 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     compared = [row for row in rows if row.paired]
     if not compared:
         return None
-    order = row_pairs(MODES)
+    order = row_pairs(RUN_MODES)
     present = {(r.mode_a, r.mode_b) for row in compared for r in row.paired}
     pairs = [pair for pair in order if pair in present]
     body = []
@@ -1213,13 +1213,13 @@ def build_report(
     for encoder in sorted({encoder for encoder, _, _ in cells}, key=_encoder_order):
         rows = []
         for task in tasks:
-            if not any((encoder, task, mode) in cells for mode in MODES):
+            if not any((encoder, task, mode) in cells for mode in RUN_MODES):
                 continue
             paper = PAPER_TABLE_2.get(encoder, {})
             rows.append(
                 Row(
                     task=task,
-                    cells={mode: cells.get((encoder, task, mode), Summary()) for mode in MODES},
+                    cells={mode: cells.get((encoder, task, mode), Summary()) for mode in RUN_MODES},
                     paper={mode: paper.get(mode, {}).get(task) for mode in ("fe", "ft")},
                 )
             )
@@ -1309,14 +1309,14 @@ def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]
 
 
 def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
-    """Cheapest first: mean seconds per epoch, then trainable parameters, then `MODES` order."""
+    """Cheapest first: mean seconds per epoch, then trainable parameters, then `RUN_MODES` order."""
     cell = row.cells[mode]
     seconds = cell.cost_mean("mean_epoch_seconds")
     params = cell.cost_mean("trainable_params")
     return (
         seconds if seconds is not None else float("inf"),
         params if params is not None else float("inf"),
-        MODES.index(mode),
+        RUN_MODES.index(mode),
     )
 
 
@@ -1331,7 +1331,7 @@ def choose_arm(row: Row) -> Optional[str]:
         for result in row.paired
         if result.verdict in (result.mode_a, result.mode_b)
     }
-    unbeaten = [mode for mode in MODES if mode in compared and mode not in beaten]
+    unbeaten = [mode for mode in RUN_MODES if mode in compared and mode not in beaten]
     return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
 
 

@@ -41,17 +41,13 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_mask_from_sequence_lengths
 
+from allennlp_tune.modes import BITFIT, EMBEDDER_MODES, FEATURE_EXTRACTION, FINE_TUNING, LORA
 from allennlp_tune.modules.checks import refuse_unknown_keys
 from allennlp_tune.modules.feature_cache import FeatureCache, encoder_fingerprint
 from allennlp_tune.modules.layer_groups import register_layer_group_provider
 
 logger = logging.getLogger(__name__)
 
-FEATURE_EXTRACTION = "feature_extraction"
-FINE_TUNING = "fine_tuning"
-BITFIT = "bitfit"
-LORA = "lora"
-MODES = (FEATURE_EXTRACTION, FINE_TUNING, BITFIT, LORA)
 # Modes that can train only part of the encoder: archives leave the rest out.
 PARTIAL_MODES = (BITFIT, LORA)
 # The key (after the embedder's prefix) of the frozen weights' fingerprint in `state_dict()`.
@@ -76,7 +72,7 @@ def mode_selects(mode: str, name: str) -> bool:
 
 def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -> str:
     """Checks `mode` and its combination with `feature_cache`, before any weight is loaded."""
-    if mode not in MODES:
+    if mode not in EMBEDDER_MODES:
         raise ConfigurationError(
             f"{owner}.mode is {mode!r}; expected 'feature_extraction' (frozen encoder, only the "
             "scalar mix and the task model train), 'fine_tuning' (the encoder trains too), "
