@@ -1,4 +1,4 @@
-"""The planner (issue 23): estimates before a grid runs, and over-budget caches refused first."""
+"""The planner: estimates before a grid runs, and over-budget caches refused first."""
 
 import dataclasses
 import json

@@ -1,7 +1,8 @@
 """
-What the three `tune_*` token embedders share: the two modes, the layer selection and its
-`ScalarMix`, the encoder's parameter groups with `freeze()` / `unfreeze()`, and the frozen-feature
-cache. Not registered itself; each embedder module reads top to bottom with this one beside it.
+What the three `tune_*` token embedders share: their modes (`EMBEDDER_MODES` of
+`allennlp_tune.modes`), the layer selection and its `ScalarMix`, the encoder's parameter groups
+with `freeze()` / `unfreeze()`, and the frozen-feature cache. Not registered itself; each
+embedder module reads top to bottom with this one beside it.
 
 The state is one set, `trainable_groups()`:
 
