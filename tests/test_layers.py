@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "allennlp_tune"
 LAYERS: List[str] = [
     "allennlp_tune.compat",  # fixes to AllenNLP and its stack; imports nothing of ours
     "allennlp_tune.config_vars",  # the configs' ext vars and their defaults
+    "allennlp_tune.modes",  # run modes, embedder modes and the map between them
     "allennlp_tune.quiet",  # holding back chosen loggers' INFO lines for a block
     "allennlp_tune.rundir",  # the run-folder contract: names, files, Run, tidy
     "allennlp_tune.training.metrics",  # metrics: a leaf library that readers and models use

@@ -63,7 +63,7 @@ from allennlp_tune.experiments.task_checks import (
 )
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.reporting.sequential import SequentialPlan
-from allennlp_tune.rundir import MODES, RunName, parse_run_name
+from allennlp_tune.rundir import RUN_MODES, RunName, parse_run_name
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ ENCODER_LABEL = re.compile(r"^[a-z0-9]+$")
 ELMO = "elmo"
 # What `--modes` accepts (every mode a run name reads back, in the report's order), and its
 # default (the paper's three).
-COMPARE_MODES = MODES
+COMPARE_MODES = RUN_MODES
 DEFAULT_MODES = ("fe", "ft", "sf")
 # Modes of `cell()` that adapt transformer layers, which ELMo has none of.
 TRANSFORMER_ONLY_MODES = ("lora",)
@@ -520,7 +520,7 @@ def run_compare(
     configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
     if sequential is not None and not grid_options.get("plan_only"):
         written = dict(zip(dict.fromkeys(modes), configs))
-        by_mode = {mode: written[mode] for mode in MODES if mode in written}  # report's order
+        by_mode = {mode: written[mode] for mode in RUN_MODES if mode in written}  # report's order
         rounds = run_sequential(
             by_mode,
             seeds,

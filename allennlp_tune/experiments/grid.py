@@ -820,7 +820,8 @@ def _plan_before_training(
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
     train again); raises when a cache won't fit."""
     from allennlp_tune.modules.feature_cache import user_cache_directory
-    from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems, print_plan
+    from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems
+    from allennlp_tune.planning.render import print_plan
 
     retrain = set(retrain)
     plans = []

@@ -25,7 +25,7 @@ from allennlp_tune.reporting.paired import (
 from allennlp_tune.reporting.report import Report
 from allennlp_tune.rundir import (
     METRICS_NAME,
-    MODES,
+    RUN_MODES,
     Run,
     read_json,
 )
@@ -71,14 +71,14 @@ def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]
 
 
 def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
-    """Cheapest first: mean seconds per epoch, then trainable parameters, then `MODES` order."""
+    """Cheapest first: mean seconds per epoch, then trainable parameters, then `RUN_MODES` order."""
     cell = row.cells[mode]
     seconds = cell.cost_mean("mean_epoch_seconds")
     params = cell.cost_mean("trainable_params")
     return (
         seconds if seconds is not None else float("inf"),
         params if params is not None else float("inf"),
-        MODES.index(mode),
+        RUN_MODES.index(mode),
     )
 
 
@@ -93,7 +93,7 @@ def choose_arm(row: Row) -> Optional[str]:
         for result in row.paired
         if result.verdict in (result.mode_a, result.mode_b)
     }
-    unbeaten = [mode for mode in MODES if mode in compared and mode not in beaten]
+    unbeaten = [mode for mode in RUN_MODES if mode in compared and mode not in beaten]
     return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
 
 

@@ -32,7 +32,7 @@ from allennlp_tune.reporting.paired import (
     PairedResult,
 )
 from allennlp_tune.rundir import (
-    MODES,
+    RUN_MODES,
     OK,
     STATUSES,
     Run,
@@ -255,8 +255,8 @@ class Row:
         return None if fe is None or ft is None else ft - fe
 
     def used_modes(self) -> List[str]:
-        """The modes of this row that have runs, in `MODES` order."""
-        return [mode for mode in MODES if mode in self.cells and self.cells[mode].runs]
+        """The modes of this row that have runs, in `RUN_MODES` order."""
+        return [mode for mode in RUN_MODES if mode in self.cells and self.cells[mode].runs]
 
     @property
     def metric(self) -> str:

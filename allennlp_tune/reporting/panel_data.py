@@ -39,7 +39,7 @@ from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
     COST_NAME,
-    MODES,
+    RUN_MODES,
     OK,
     PREDICTIONS_NAME,
     read_json,
@@ -92,10 +92,10 @@ def task_title(row: Mapping[str, Any]) -> str:
 
 
 def used_modes(row: Mapping[str, Any]) -> List[str]:
-    """The row's modes with runs, in `MODES` order (unknown modes after them)."""
+    """The row's modes with runs, in `RUN_MODES` order (unknown modes after them)."""
     cells = row.get("cells") or {}
     used = [mode for mode, cell in cells.items() if isinstance(cell, dict) and cell.get("runs")]
-    return [mode for mode in MODES if mode in used] + [mode for mode in used if mode not in MODES]
+    return [mode for mode in RUN_MODES if mode in used] + [mode for mode in used if mode not in RUN_MODES]
 
 
 def _as_percent(row: Mapping[str, Any]) -> bool:
@@ -110,7 +110,7 @@ def _metric_title(row: Mapping[str, Any]) -> str:
 def forest_data(row: Mapping[str, Any], reference: str = REFERENCE) -> List[Dict[str, Any]]:
     """
     The forest plot's points: one per `paired` entry whose reference (`mode_b`) is `reference`,
-    in `MODES` order: mode, reference, difference, low, high, verdict, metric, examples,
+    in `RUN_MODES` order: mode, reference, difference, low, high, verdict, metric, examples,
     seeds_a, seeds_b (as in the JSON). Empty when the row has no such entries.
     """
     points = []
@@ -134,8 +134,8 @@ def forest_data(row: Mapping[str, Any], reference: str = REFERENCE) -> List[Dict
                 "seeds_b": entry.get("seeds_b"),
             }
         )
-    order = {mode: index for index, mode in enumerate(MODES)}
-    return sorted(points, key=lambda point: order.get(point["mode"], len(MODES)))
+    order = {mode: index for index, mode in enumerate(RUN_MODES)}
+    return sorted(points, key=lambda point: order.get(point["mode"], len(RUN_MODES)))
 
 
 def forest_missing_reason(row: Mapping[str, Any]) -> str:

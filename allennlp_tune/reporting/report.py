@@ -116,7 +116,7 @@ from allennlp_tune.reporting.tables import (
 )
 from allennlp_tune.rundir import (
     COST_NAME,
-    MODES,
+    RUN_MODES,
     PREDICTIONS_NAME,
     SEQUENTIAL_NAME,
     TASKS,
@@ -528,13 +528,13 @@ def build_report(
     for encoder in sorted({encoder for encoder, _, _ in cells}, key=_encoder_order):
         rows = []
         for task in tasks:
-            if not any((encoder, task, mode) in cells for mode in MODES):
+            if not any((encoder, task, mode) in cells for mode in RUN_MODES):
                 continue
             paper = PAPER_TABLE_2.get(encoder, {})
             rows.append(
                 Row(
                     task=task,
-                    cells={mode: cells.get((encoder, task, mode), Summary()) for mode in MODES},
+                    cells={mode: cells.get((encoder, task, mode), Summary()) for mode in RUN_MODES},
                     paper={mode: paper.get(mode, {}).get(task) for mode in ("fe", "ft")},
                 )
             )

@@ -32,7 +32,7 @@ from allennlp_tune.reporting.paired import (
     PairedResult,
 )
 from allennlp_tune.rundir import (
-    MODES,
+    RUN_MODES,
 )
 
 # Modes with a column in every encoder table; the others (bitfit, lora) only where some run used
@@ -102,7 +102,7 @@ def shown_modes(rows: Sequence[Row]) -> List[str]:
     """fe, ft and sf, then bitfit and lora where some row has runs of them."""
     used = {mode for row in rows for mode in row.used_modes()}
     return list(ALWAYS_SHOWN_MODES) + [
-        mode for mode in MODES if mode not in ALWAYS_SHOWN_MODES and mode in used
+        mode for mode in RUN_MODES if mode not in ALWAYS_SHOWN_MODES and mode in used
     ]
 
 
@@ -159,7 +159,7 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     compared = [row for row in rows if row.paired]
     if not compared:
         return None
-    order = row_pairs(MODES)
+    order = row_pairs(RUN_MODES)
     present = {(r.mode_a, r.mode_b) for row in compared for r in row.paired}
     pairs = [pair for pair in order if pair in present]
     body = []

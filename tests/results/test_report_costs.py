@@ -100,7 +100,7 @@ def test_bitfit_and_lora_columns_and_the_cost_table(grid):
     )  # no GPU column: no run has a GPU peak
     rows = [line for line in section.split("\n## ")[0].splitlines() if line.startswith("| ")]
     modes = [row.split(" | ")[0].split()[-1] for row in rows[1:]]
-    assert modes == ["fe", "ft", "sf", "bitfit", "lora"]  # MODES order
+    assert modes == ["fe", "ft", "sf", "bitfit", "lora"]  # RUN_MODES order
     by_mode = {
         row.split(" | ")[0].split()[-1]: [c.strip() for c in row.strip("| ").split(" | ")]
         for row in rows[1:]
