@@ -17,7 +17,7 @@ Trials run one after another in the worker process: AllenNLP's `train_model` wit
 ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok", "pruned"
 or "failed"; an "ok" trial is left with its archive but no checkpoints, a "pruned" one with no
 weights, see `tidy.py`). An "ok" trial also gets, as a tune-grid run, `archive_bytes` in its
-`cost.json` and its dev predictions, `dev_predictions.jsonl` (`grid.write_dev_predictions`, here
+`cost.json` and its dev predictions, `dev_predictions.jsonl` (`outputs.write_dev_predictions`, here
 in-process, where the trial trained). The objective is the trainer's `validation_metric` (its
 sign gives the direction), read as `best_validation_<metric>` from the trial's `metrics.json`.
 tune-search adds the `optuna_pruning` callback to the trainer, which reports the validation
@@ -53,7 +53,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.experiments.grid import predict_in_process, record_run_outputs
+from allennlp_tune.experiments.outputs import predict_in_process, record_run_outputs
 from allennlp_tune.rundir import (
     FAILED,
     METRICS_NAME,
