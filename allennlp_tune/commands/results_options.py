@@ -154,7 +154,7 @@ def checked_ext_vars(command: str, args: argparse.Namespace, configs) -> Dict[st
     """`--ext-var` as a dict, checked against what the configs (`configs()`, called after the
     ext vars are parsed) and `--overrides` read; ends the command on an error."""
     from allennlp_tune.config_vars import check_ext_vars
-    from allennlp_tune.experiments.grid import parse_ext_vars
+    from allennlp_tune.experiments.configs import parse_ext_vars
 
     try:
         ext_vars = parse_ext_vars(args.ext_var)

@@ -79,7 +79,7 @@ def search_main(args: argparse.Namespace) -> None:
             ),
         )
 
-    from allennlp_tune.experiments.grid import parse_ext_vars
+    from allennlp_tune.experiments.configs import parse_ext_vars
     from allennlp_tune.experiments.search import SearchParam, describe, parse_settings, run_search
 
     try:

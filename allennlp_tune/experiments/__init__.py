@@ -2,8 +2,12 @@
 Experiments: what starts `allennlp train` processes and watches them. `grid` (configs x seeds,
 resumable, fingerprinted runs), `compare` (tune-compare: modes x seeds on one task, with
 `rounds` for seeds in rounds), `search` (Optuna trials), and the checks they make before a
-run starts (`fingerprint`, `task_checks`, `encoder_check`). They read the plan from
-`allennlp_tune.planning` and hand finished runs to `allennlp_tune.reporting`.
+run starts (`fingerprint`, `changed`, `task_checks`, `encoder_check`). Their parts, by job:
+`configs` (configs x seeds and `--ext-var` parsing), `process` (the training subprocess and
+its signals), `lock` (one writer per results directory), `progress` (the progress bar's epoch
+and dev metric) and `outputs` (what a finished run leaves: archive size, dev predictions, the
+run record grid and search both write). They read the plan from `allennlp_tune.planning` and
+hand finished runs to `allennlp_tune.reporting`.
 
 Conventions these rely on (every config in `training_config/` follows them):
 

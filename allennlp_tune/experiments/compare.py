@@ -49,8 +49,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.experiments.configs import check_results_dir
 from allennlp_tune.experiments.encoder_check import check_encoder_available
-from allennlp_tune.experiments.grid import GridResult, check_results_dir, run_grid
+from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.experiments.rounds import run_sequential
 from allennlp_tune.experiments.task_checks import (
     MAX_NAME_LENGTH,

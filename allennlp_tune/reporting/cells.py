@@ -32,8 +32,8 @@ from allennlp_tune.reporting.paired import (
     PairedResult,
 )
 from allennlp_tune.rundir import (
-    RUN_MODES,
     OK,
+    RUN_MODES,
     STATUSES,
     Run,
 )

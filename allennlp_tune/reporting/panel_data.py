@@ -39,9 +39,9 @@ from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
     COST_NAME,
-    RUN_MODES,
     OK,
     PREDICTIONS_NAME,
+    RUN_MODES,
     read_json,
 )
 
@@ -95,7 +95,9 @@ def used_modes(row: Mapping[str, Any]) -> List[str]:
     """The row's modes with runs, in `RUN_MODES` order (unknown modes after them)."""
     cells = row.get("cells") or {}
     used = [mode for mode, cell in cells.items() if isinstance(cell, dict) and cell.get("runs")]
-    return [mode for mode in RUN_MODES if mode in used] + [mode for mode in used if mode not in RUN_MODES]
+    return [mode for mode in RUN_MODES if mode in used] + [
+        mode for mode in used if mode not in RUN_MODES
+    ]
 
 
 def _as_percent(row: Mapping[str, Any]) -> bool:

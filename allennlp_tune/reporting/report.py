@@ -116,8 +116,8 @@ from allennlp_tune.reporting.tables import (
 )
 from allennlp_tune.rundir import (
     COST_NAME,
-    RUN_MODES,
     PREDICTIONS_NAME,
+    RUN_MODES,
     SEQUENTIAL_NAME,
     TASKS,
     Run,

@@ -22,7 +22,7 @@ from allennlp.common.checks import ConfigurationError
 import allennlp_tune  # noqa: F401  (registers the subcommands, sets the ext var defaults)
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
 from allennlp_tune.experiments.compare import encoder_label, load_task, run_compare
-from allennlp_tune.experiments.grid import epoch_status
+from allennlp_tune.experiments.progress import epoch_status
 from allennlp_tune.reporting.render import render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.rundir import RunName, parse_run_name

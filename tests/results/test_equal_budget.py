@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from allennlp_tune.experiments.grid import parse_ext_vars
+from allennlp_tune.experiments.configs import parse_ext_vars
 from allennlp_tune.experiments.search import SearchParam, check_config, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
