@@ -189,3 +189,26 @@ def test_the_check_sees_a_module_that_patches_allennlp(tmp_path):
     assert f"added: {trainer}.probe_setting" in found
     assert "replaced: allennlp.common.util.prepare_environment" in found
     assert any("'reporting-imports-probe'" in line and "ProbeModel" in line for line in found)
+
+
+def test_importing_the_plugin_loads_neither_reporting_nor_planning():
+    """Every `allennlp` command imports `allennlp_tune`; the report and the plan are loaded only
+    by the commands that use them (tune-compare brings its seed rounds in when it runs them)."""
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO)] + [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
+    script = (
+        "import sys, allennlp_tune\n"
+        "print(sorted(m for m in sys.modules if m.startswith(("
+        "'allennlp_tune.reporting', 'allennlp_tune.planning'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

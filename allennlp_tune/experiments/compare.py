@@ -44,7 +44,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
@@ -52,7 +52,6 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.experiments.configs import check_results_dir
 from allennlp_tune.experiments.encoder_check import check_encoder_available
 from allennlp_tune.experiments.grid import GridResult, run_grid
-from allennlp_tune.experiments.rounds import run_sequential
 from allennlp_tune.experiments.task_checks import (
     MAX_NAME_LENGTH,
     check_data_path,
@@ -63,8 +62,10 @@ from allennlp_tune.experiments.task_checks import (
     check_reader,
 )
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
-from allennlp_tune.reporting.sequential import SequentialPlan
 from allennlp_tune.rundir import RUN_MODES, RunName, parse_run_name
+
+if TYPE_CHECKING:
+    from allennlp_tune.reporting.sequential import SequentialPlan
 
 logger = logging.getLogger(__name__)
 
@@ -488,7 +489,7 @@ def run_compare(
     overrides: Optional[str] = None,
     encoder_label: Optional[str] = None,
     cuda_device: Optional[int] = None,
-    sequential: Optional[SequentialPlan] = None,
+    sequential: Optional["SequentialPlan"] = None,
     margin: Optional[float] = None,
     **grid_options: Any,
 ) -> GridResult:
@@ -522,6 +523,10 @@ def run_compare(
     if sequential is not None and not grid_options.get("plan_only"):
         written = dict(zip(dict.fromkeys(modes), configs))
         by_mode = {mode: written[mode] for mode in RUN_MODES if mode in written}  # report's order
+        # Lazy: importing allennlp_tune (every `allennlp` command) imports this module, and the
+        # rounds bring the reporting room.
+        from allennlp_tune.experiments.rounds import run_sequential
+
         rounds = run_sequential(
             by_mode,
             seeds,
