@@ -16,7 +16,6 @@ from allennlp_tune import modules  # noqa: F401
 from allennlp_tune import training  # noqa: F401
 from allennlp_tune import models  # noqa: F401
 from allennlp_tune import predictors  # noqa: F401
-from allennlp_tune import results  # noqa: F401
 from allennlp_tune import commands  # noqa: F401
 from allennlp_tune.config_vars import export_config_defaults
 from allennlp_tune.data.paths import export_default_data_dir

@@ -22,8 +22,8 @@ The summary (markdown, for bench/README.md): per point the instances and wordpie
 the planner), seconds per epoch (fe: first and cached), peak RSS, cache on disk beside the
 planner's formula, and dev accuracy; then per mode the fitted growth, seconds per epoch = fixed
 + per 1k instances x N, and `fit_cost_model` over the points, the planner's `COST_MODEL` to paste
-into allennlp_tune/results/plan.py. Run it on an idle machine: the points run one after another
-and their times are only comparable if nothing else shares the cores.
+into allennlp_tune/planning/cost_model.py. Run it on an idle machine: the points run one after
+another and their times are only comparable if nothing else shares the cores.
 """
 
 import argparse
@@ -125,7 +125,8 @@ def fit_line(xs: Sequence[float], ys: Sequence[float]) -> Optional[Tuple[float, 
 
 
 def summary(out: Path, sizes: Sequence[str], modes: Sequence[str]) -> str:
-    from allennlp_tune.results.plan import cost_point, fit_cost_model, format_cost_model, plan_cell
+    from allennlp_tune.planning.fit import cost_point, fit_cost_model, format_cost_model
+    from allennlp_tune.planning.plan import plan_cell
 
     record = read_record(out)
     lines = [
@@ -148,7 +149,7 @@ def summary(out: Path, sizes: Sequence[str], modes: Sequence[str]) -> str:
             instances = plan.data.instances if plan.data else None
             wordpieces = plan.data.wordpieces if plan.data else None
             # A cached fe run's first epoch stores the features and the later ones read them:
-            # the planner's own split (plan.cost_point) shows both.
+            # the planner's own split (fit.cost_point) shows both.
             point = cost_point(directory)
             if point is not None and None not in (point.first_epoch_seconds, point.epoch_seconds):
                 seconds = f"{point.first_epoch_seconds:.0f} first, {point.epoch_seconds:.1f} cached"

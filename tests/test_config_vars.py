@@ -102,7 +102,7 @@ def test_allennlp_train_stops_on_a_zero_batch_size_naming_it(tmp_path, monkeypat
 
 def test_tune_grid_records_which_variable_was_bad(tmp_path):
     """A grid run that fails on a bad --ext-var says so in tune_run.json and the report."""
-    from allennlp_tune.results.grid import run_grid
+    from allennlp_tune.experiments.grid import run_grid
 
     ext_vars = {"TUNE_DATA_DIR": str(FIXTURE_DATA_DIR), "TUNE_EPOCHS": "0"}
     config = CONFIG_DIR / "sick_e_bert_fe.jsonnet"

@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "allennlp_tune"
 LAYERS: List[str] = [
     "allennlp_tune.compat",  # fixes to AllenNLP and its stack; imports nothing of ours
     "allennlp_tune.config_vars",  # the configs' ext vars and their defaults
+    "allennlp_tune.modes",  # run modes, embedder modes and the map between them
     "allennlp_tune.quiet",  # holding back chosen loggers' INFO lines for a block
     "allennlp_tune.rundir",  # the run-folder contract: names, files, Run, tidy
     "allennlp_tune.training.metrics",  # metrics: a leaf library that readers and models use
@@ -29,7 +30,9 @@ LAYERS: List[str] = [
     "allennlp_tune.training",  # trainer, callbacks, optimizers, the checkpoint guard
     "allennlp_tune.export",
     "allennlp_tune.analysis",  # probing, EDGE mutual information, plots
-    "allennlp_tune.results",  # grid, compare, search, plan, report (one room, not yet split)
+    "allennlp_tune.planning",  # the cost model and the plan of a grid or a comparison
+    "allennlp_tune.reporting",  # paired bootstrap, sequential looks, overlap, the report
+    "allennlp_tune.experiments",  # grid, compare (and its rounds), search: runs training
     "allennlp_tune.commands",  # the `allennlp` subcommands
     "allennlp_tune",  # the package's __init__: applies compat, registers everything
 ]

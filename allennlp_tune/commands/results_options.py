@@ -154,7 +154,7 @@ def checked_ext_vars(command: str, args: argparse.Namespace, configs) -> Dict[st
     """`--ext-var` as a dict, checked against what the configs (`configs()`, called after the
     ext vars are parsed) and `--overrides` read; ends the command on an error."""
     from allennlp_tune.config_vars import check_ext_vars
-    from allennlp_tune.results.grid import parse_ext_vars
+    from allennlp_tune.experiments.configs import parse_ext_vars
 
     try:
         ext_vars = parse_ext_vars(args.ext_var)
@@ -191,7 +191,8 @@ def train_and_report(command: str, train, args: argparse.Namespace) -> None:
 
 
 def print_report(dirs, args: argparse.Namespace) -> None:
-    from allennlp_tune.results.report import render_json, render_markdown, report_from_dirs
+    from allennlp_tune.reporting.render import render_json, render_markdown
+    from allennlp_tune.reporting.report import report_from_dirs
 
     # tune-report's --bootstrap / --no-intervals / --margin; tune-grid, tune-compare: defaults.
     options = {"intervals": not getattr(args, "no_intervals", False)}
@@ -203,7 +204,7 @@ def print_report(dirs, args: argparse.Namespace) -> None:
     print(render_markdown(report), end="")
     probe_dirs = dict(getattr(args, "probe_dir", None) or []) or None
     if args.html or args.png:
-        from allennlp_tune.results.html_report import render_report_html, render_report_png
+        from allennlp_tune.reporting.html_report import render_report_html, render_report_png
     if args.html:
         Path(args.html).write_text(render_report_html(report, probe_dirs), encoding="utf-8")
         print(f"\nWrote {args.html}")

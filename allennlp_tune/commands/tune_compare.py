@@ -1,5 +1,5 @@
 """`allennlp tune-compare`: fe vs ft (vs sf, bitfit, lora) of one encoder on one task, shipped or
-your own. See `allennlp_tune.results.compare`."""
+your own. See `allennlp_tune.experiments.compare`."""
 
 import argparse
 
@@ -16,7 +16,7 @@ from allennlp_tune.commands.results_options import (
     positive_int,
     train_and_report,
 )
-from allennlp_tune.results.compare import COMPARE_MODES, DEFAULT_MODES
+from allennlp_tune.experiments.compare import COMPARE_MODES, DEFAULT_MODES
 
 DEFAULT_SEEDS = (1, 2, 3)
 MODES_HELP = (
@@ -108,7 +108,7 @@ def add_sequential_arguments(subparser: argparse.ArgumentParser) -> None:
 def sequential_plan(args: argparse.Namespace):
     """The `SequentialPlan` of --sequential / --looks (`None` without --sequential), and the
     seeds in their order; ends the command on a plan that cannot work."""
-    from allennlp_tune.results.sequential import DEFAULT_LOOKS, SequentialPlan
+    from allennlp_tune.reporting.sequential import DEFAULT_LOOKS, SequentialPlan
 
     if not args.sequential:
         if args.looks is not None:
@@ -135,7 +135,7 @@ def sequential_plan(args: argparse.Namespace):
 
 
 def compare_main(args: argparse.Namespace) -> None:
-    from allennlp_tune.results.compare import EXPERIMENT, run_compare, task_source
+    from allennlp_tune.experiments.compare import EXPERIMENT, run_compare, task_source
 
     plan, seeds = sequential_plan(args)
     ext_vars = checked_ext_vars(

@@ -32,7 +32,8 @@ def add_grid_parser(parser: argparse._SubParsersAction, name: str) -> argparse.A
 
 
 def grid_main(args: argparse.Namespace) -> None:
-    from allennlp_tune.results.grid import expand_configs, run_grid
+    from allennlp_tune.experiments.configs import expand_configs
+    from allennlp_tune.experiments.grid import run_grid
 
     try:
         configs = expand_configs(args.configs)

@@ -2,7 +2,7 @@
 `allennlp tune-report`: Table 2 from run directories (modes fe, ft, sf, bitfit, lora), with a
 cost table under each encoder's scores from the runs' `cost.json`, paired verdicts from their
 `dev_predictions.jsonl` and known overlaps from the encoders' model cards. See
-`allennlp_tune.results.report`.
+`allennlp_tune.reporting.report`.
 
 Options: `--bootstrap N` replicates of the paired bootstrap (default 2000), `--no-intervals` to
 skip it (Δ then keeps the old one-point rule `[ft]` / `[fe]` in every row), `--margin M` (a tie
@@ -12,7 +12,7 @@ beside the task's fe mix weights), `--split validation|test` (intervals only for
 predictions are dev predictions).
 
 The paired verdict: for each task row, every mode with predictions against the reference `fe`,
-and sf / bitfit / lora against `ft`, by the paired bootstrap of `allennlp_tune.results.paired`
+and sf / bitfit / lora against `ft`, by the paired bootstrap of `allennlp_tune.reporting.paired`
 (the same resampled dev examples for both modes, seeds resampled; the task's metric). The score
 table gains `Verdict ft vs fe (95% CI)` (`ft +1.2 [+0.3, +2.1]`, or `tie`), a paired table per
 encoder lists every pair, and a row without an interval keeps the old rule in its Δ cell.

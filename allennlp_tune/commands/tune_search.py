@@ -1,5 +1,5 @@
 """`allennlp tune-search`: Optuna search over ext-var hyperparameters (see
-`allennlp_tune.results.search`)."""
+`allennlp_tune.experiments.search`)."""
 
 import argparse
 from pathlib import Path
@@ -79,8 +79,8 @@ def search_main(args: argparse.Namespace) -> None:
             ),
         )
 
-    from allennlp_tune.results.grid import parse_ext_vars
-    from allennlp_tune.results.search import SearchParam, describe, parse_settings, run_search
+    from allennlp_tune.experiments.configs import parse_ext_vars
+    from allennlp_tune.experiments.search import SearchParam, describe, parse_settings, run_search
 
     try:
         params = [SearchParam.parse(spec) for spec in args.param]

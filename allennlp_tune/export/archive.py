@@ -17,21 +17,14 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive
 from allennlp.modules.token_embedders import TokenEmbedder
 
+from allennlp_tune.modes import FEATURE_EXTRACTION, FINE_TUNING, RUN_MODE_OF_EMBEDDER_MODE
 from allennlp_tune.modules.token_embedders import (
     TuneElmoEmbedder,
     TuneTransformerEmbedder,
     TuneTransformerMismatchedEmbedder,
 )
-from allennlp_tune.modules.token_embedders.freezable import (
-    BITFIT,
-    FEATURE_EXTRACTION,
-    FINE_TUNING,
-    LORA,
-)
 from allennlp_tune.rundir import Run, is_run_dir, load_run
 
-# The embedder's configured mode -> the grid's short name of the mode.
-SHORT_MODES = {FEATURE_EXTRACTION: "fe", FINE_TUNING: "ft", BITFIT: "bitfit", LORA: "lora"}
 # Trainer callbacks that unfreeze a frozen encoder during training, by registered name, with the
 # name of the resulting recipe.
 UNFREEZING_CALLBACKS = {"stack_then_finetune": "sf", "gradual_unfreezing": "gradual unfreezing"}
@@ -137,7 +130,7 @@ def recipe_name(embedder_mode: str, trainer: Any) -> str:
     trainer : `Any`
         The archive config's `trainer` section (a dict, or anything else when absent).
     """
-    short = SHORT_MODES.get(embedder_mode, embedder_mode)
+    short = RUN_MODE_OF_EMBEDDER_MODE.get(embedder_mode, embedder_mode)
     callbacks = trainer.get("callbacks") if isinstance(trainer, dict) else None
     for callback in callbacks if isinstance(callbacks, list) else []:
         kind = callback.get("type") if isinstance(callback, dict) else None

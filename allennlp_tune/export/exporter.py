@@ -29,7 +29,7 @@ from allennlp_tune.export.card import ADAPTER_DIR, ENCODER_DIR, write_card
 from allennlp_tune.export.encoder import EncoderExport, export_encoder
 from allennlp_tune.export.head import export_head, export_scalar_mix
 from allennlp_tune.export.lora import AdapterExport, export_adapter
-from allennlp_tune.modules.token_embedders.freezable import LORA
+from allennlp_tune.modes import LORA
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """
 The run-folder contract that every room may read and write: how a run directory is named, which
 files it holds, how its JSON is read and written, what `Run` and its statuses are, and what may
-be deleted from a finished one (`tidy`). Nothing here imports the rest of the package.
+be deleted from a finished one (`tidy`). Nothing here imports the rest of the package but
+`allennlp_tune.modes`, whose `RUN_MODES` (the modes a run name can carry) it passes on.
 """
 
 from allennlp_tune.rundir.jsonio import (
@@ -15,11 +16,12 @@ from allennlp_tune.rundir.names import (
     CONFIG_NAME,
     COST_NAME,
     METRICS_NAME,
-    MODES,
     PREDICTIONS_NAME,
     RUN_INFO_NAME,
     RUN_LOG_NAME,
+    RUN_MODES,
     SEED_EXT_VAR,
+    SEQUENTIAL_NAME,
     SUPERSEDED_PATTERN,
     TASKS,
     RunName,
@@ -70,15 +72,16 @@ __all__ = [
     "LARGEST_METRIC",
     "METRICS_NAME",
     "MISSING_METRIC",
-    "MODES",
     "NOT_A_NUMBER",
     "NOT_FINITE",
     "OK",
     "PLACEMENT_KEYS",
     "PREDICTIONS_NAME",
+    "SEQUENTIAL_NAME",
     "PRUNED",
     "RUN_INFO_NAME",
     "RUN_LOG_NAME",
+    "RUN_MODES",
     "Run",
     "RunName",
     "SEED_EXT_VAR",

@@ -4,10 +4,10 @@ run (task, encoder, mode, variant, seed), and the names of the files that AllenN
 and tune-search leave in it.
 
 task is any `[a-z0-9_]+` name (the paper's are `TASKS`; `tune-compare` names a task of one's
-own), mode one of `MODES` (`fe` feature extraction, `ft` fine-tuning, `sf` stack-then-finetune,
-`bitfit` bias-only fine-tuning, `lora` low-rank adapters) and encoder any lower-case word
-without `_` (`elmo`, `bert`, `minilm`); the task is the shortest prefix that leaves an encoder
-and a mode after it.
+own), mode one of `RUN_MODES` (`allennlp_tune.modes`: `fe` feature extraction, `ft`
+fine-tuning, `sf` stack-then-finetune, `bitfit` bias-only fine-tuning, `lora` low-rank adapters)
+and encoder any lower-case word without `_` (`elmo`, `bert`, `minilm`); the task is the
+shortest prefix that leaves an encoder and a mode after it.
 """
 
 import re
@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Tuple
 
+from allennlp_tune.modes import RUN_MODES
+
 # The paper's task order (Table 2).
 TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
-# fe feature extraction, ft fine-tuning, sf stack-then-finetune, bitfit (biases only) and lora
-# (low-rank adapters): the report's column order.
-MODES = ("fe", "ft", "sf", "bitfit", "lora")
 
 RUN_INFO_NAME = "tune_run.json"
 RUN_LOG_NAME = "tune_train.log"
@@ -30,6 +29,8 @@ ARCHIVE_NAME = "model.tar.gz"
 COST_NAME = "cost.json"
 # The best model's dev predictions, written by tune-grid and tune-search (`grid.predict_dev`).
 PREDICTIONS_NAME = "dev_predictions.jsonl"
+# The looks of `tune-compare --sequential`, in the results folder (`experiments.rounds`).
+SEQUENTIAL_NAME = "sequential.json"
 
 # The ext var that every config reads its seeds from; tune-grid, tune-search and the planner
 # set it in a training's environment.
@@ -39,7 +40,7 @@ SEED_EXT_VAR = "TUNE_SEED"
 # so `sick_e_bert_fe_separate` is sick_e / bert / fe / separate and `my_reviews_minilm_ft` is
 # my_reviews / minilm / ft. (tune-compare refuses a task name that would not read back.)
 _NAME_PATTERN = re.compile(
-    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(MODES) + r")"
+    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(RUN_MODES) + r")"
     r"(?:[_\-.](?P<variant>.+))?$"
 )
 _SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")

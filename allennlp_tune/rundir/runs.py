@@ -247,7 +247,7 @@ def config_settings(config: Dict[str, Any]) -> Dict[str, str]:
 
 def fingerprint_settings(config: Dict[str, Any], info: Dict[str, Any]) -> Dict[str, str]:
     """
-    What a run's fingerprint (`tune_run.json`, `allennlp_tune.results.fingerprint`) adds to its
+    What a run's fingerprint (`tune_run.json`, `allennlp_tune.experiments.fingerprint`) adds to its
     settings: the content digest of each file its config names (`train_data_path (content)`)
     and the version of each package that computed it (`package torch`). Two runs of a cell that
     differ here were trained on other data or code, even where their configs are equal.

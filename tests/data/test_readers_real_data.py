@@ -82,7 +82,7 @@ def test_a_users_own_table_gives_the_paper_readers_instances(real_data, tmp_path
     import sys
 
     from allennlp_tune.data.paths import FIXTURE_MODELS_DIR, REPO_ROOT
-    from allennlp_tune.results.compare import (
+    from allennlp_tune.experiments.compare import (
         config_text,
         load_task,
         resolve_encoder,

@@ -43,8 +43,9 @@ from allennlp_tune.analysis.features import (
     load_pretrained_encoder,
 )
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR
+from allennlp_tune.modes import EMBEDDER_MODES
 from allennlp_tune.modules.token_embedders import lora as lora_module
-from allennlp_tune.modules.token_embedders.freezable import FINGERPRINT_KEY, MODES
+from allennlp_tune.modules.token_embedders.freezable import FINGERPRINT_KEY
 
 # `mode: "lora"` needs peft, the plugin's `lora` extra; a stock AllenNLP 2.10.1 environment
 # (torch 1.12) cannot have it: every peft release requires torch >= 1.13.
@@ -124,7 +125,7 @@ def trainable_names(embedder) -> Set[str]:
 
 
 def test_the_modes():
-    assert MODES == ("feature_extraction", "fine_tuning", "bitfit", "lora")
+    assert EMBEDDER_MODES == ("feature_extraction", "fine_tuning", "bitfit", "lora")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -21,9 +21,10 @@ from allennlp.common.checks import ConfigurationError
 
 import allennlp_tune  # noqa: F401  (registers the subcommands, sets the ext var defaults)
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
-from allennlp_tune.results.compare import encoder_label, load_task, run_compare
-from allennlp_tune.results.grid import epoch_status
-from allennlp_tune.results.report import render_markdown, report_from_dirs
+from allennlp_tune.experiments.compare import encoder_label, load_task, run_compare
+from allennlp_tune.experiments.progress import epoch_status
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.rundir import RunName, parse_run_name
 
 BERT = FIXTURE_MODELS_DIR / "bert-uncased"
@@ -394,7 +395,7 @@ def test_tune_compare_bitfit_and_lora(tmp_path, monkeypatch, capsys):
 def test_a_sentence_transformers_checkpoint_pools_as_it_declares(tmp_path, monkeypatch, capsys):
     """The tuned arms pool as the checkpoint was trained (its modules.json), said in one line;
     --ext-var TUNE_POOLING wins, and a plain transformers folder keeps cls."""
-    import allennlp_tune.results.compare as compare
+    import allennlp_tune.experiments.compare as compare
 
     given = []
     monkeypatch.setattr(

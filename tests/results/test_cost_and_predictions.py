@@ -17,7 +17,7 @@ from allennlp.common import Params
 import allennlp_tune  # noqa: F401  (registers the components)
 from allennlp_tune.data.dataset_readers.conll2003 import iob1_to_iob2
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
-from allennlp_tune.results.grid import record_archive_size, write_dev_predictions
+from allennlp_tune.experiments.outputs import record_archive_size, write_dev_predictions
 
 CONFIG_DIR = REPO_ROOT / "training_config"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from allennlp_tune.results.grid import parse_ext_vars
-from allennlp_tune.results.search import SearchParam, check_config, parse_settings
+from allennlp_tune.experiments.configs import parse_ext_vars
+from allennlp_tune.experiments.search import SearchParam, check_config, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "equal_budget.sh"

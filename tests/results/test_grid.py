@@ -12,9 +12,12 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.commands.tune_grid import add_grid_parser
 from allennlp_tune.commands.tune_report import add_report_parser
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
-from allennlp_tune.results.grid import expand_configs, parse_ext_vars, run_grid, train_subprocess
-from allennlp_tune.results.plan import render_config
-from allennlp_tune.results.report import render_markdown, report_from_dirs
+from allennlp_tune.experiments.configs import expand_configs, parse_ext_vars
+from allennlp_tune.experiments.grid import run_grid
+from allennlp_tune.experiments.process import train_subprocess
+from allennlp_tune.planning.plan import render_config
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 
 
 def run_cli(add_parser, argv):

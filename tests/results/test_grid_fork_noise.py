@@ -14,7 +14,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from allennlp_tune.data.paths import REPO_ROOT
-from allennlp_tune.results.grid import train_subprocess
+from allennlp_tune.experiments.process import train_subprocess
 
 CHILD = "import os; print(os.environ.get('TOKENIZERS_PARALLELISM', 'unset'))"
 

@@ -18,7 +18,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer
 
 from allennlp_tune.data.paths import REPO_ROOT
-from allennlp_tune.results.grid import run_grid, train_subprocess
+from allennlp_tune.experiments.grid import run_grid
+from allennlp_tune.experiments.process import train_subprocess
 from allennlp_tune.training import fresh_run
 
 

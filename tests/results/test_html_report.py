@@ -9,8 +9,10 @@ import tarfile
 import pytest
 import torch
 
-from allennlp_tune.results import html_report
-from allennlp_tune.results.html_report import (
+from allennlp_tune.reporting.figures import forest_figure, forest_text
+from allennlp_tune.reporting.html_report import render_report_html, render_report_png
+from allennlp_tune.reporting.paired import compare_modes
+from allennlp_tune.reporting.panel_data import (
     NO_COSTS,
     NO_CURVES,
     NO_FE,
@@ -19,18 +21,15 @@ from allennlp_tune.results.html_report import (
     NO_PROBE,
     curve_data,
     forest_data,
-    forest_figure,
     frontier_data,
     mix_weights,
     pareto_front,
     probe_data,
-    render_html,
-    render_png,
     softmax,
-    task_panels,
 )
-from allennlp_tune.results.paired import compare_modes
-from allennlp_tune.results.report import render_json, report_from_dirs
+from allennlp_tune.reporting.panels import task_panels
+from allennlp_tune.reporting.render import render_json
+from allennlp_tune.reporting.report import report_from_dirs
 
 EXAMPLES = 200
 ACCURACY = {"fe": 0.70, "ft": 0.95, "sf": 0.72}  # ft the clear winner
@@ -131,16 +130,21 @@ def with_paired(report_json):
 
 
 @pytest.fixture
-def report_json(grid):
-    return with_paired(json.loads(json.dumps(render_json(report_from_dirs([grid])))))
+def report(grid):
+    return report_from_dirs([grid])
+
+
+@pytest.fixture
+def report_json(report):
+    return with_paired(json.loads(json.dumps(render_json(report))))
 
 
 def row_of(report_json, task):
     return next(row for row in report_json["rows"] if row["task"] == task)
 
 
-def test_the_page_refers_to_nothing_outside_itself(report_json):
-    page = render_html(report_json)
+def test_the_page_refers_to_nothing_outside_itself(report):
+    page = render_report_html(report)
     assert "http" not in page
     assert "src=" not in page
     assert "<script" not in page and "@import" not in page and "<link" not in page
@@ -152,7 +156,7 @@ def test_the_page_refers_to_nothing_outside_itself(report_json):
     assert len(ids) == len(set(ids))
 
 
-def test_forest_plot_values_are_the_reports_paired_results(report_json):
+def test_forest_plot_values_are_the_reports_paired_results(report, report_json):
     row = row_of(report_json, "sick_e")
     points = forest_data(row)
     expected = sorted(row["paired"], key=lambda entry: ["ft", "sf"].index(entry["mode_a"]))
@@ -173,14 +177,14 @@ def test_forest_plot_values_are_the_reports_paired_results(report_json):
     spans = sorted(tuple(sorted(s[0][:, 0])) for c in bars for s in [c.get_segments()])
     assert spans == sorted((p["low"], p["high"]) for p in points)
     # In the page: the marker group and the verdict written beside it.
-    page = render_html(report_json)
+    page = render_report_html(report)
     assert f'id="g-forest-{KEY}-ft"' in page
     verdict = re.search(rf'<g id="g-verdict-{KEY}-ft">(.*?)</g>', page, re.S).group(1)
-    assert html_report.forest_text(points[0]).replace("-", "−")[-2:] in verdict.replace("-", "−")
+    assert forest_text(points[0]).replace("-", "−")[-2:] in verdict.replace("-", "−")
     assert re.sub(r"<[^>]+>|\s", "", verdict).endswith("]ft")
 
 
-def test_frontier_values_are_the_reports_scores_and_costs(report_json):
+def test_frontier_values_are_the_reports_scores_and_costs(report, report_json):
     row = row_of(report_json, "sick_e")
     points = {p["mode"]: p for p in frontier_data(row)}
     assert list(points) == ["fe", "ft", "sf"]
@@ -199,14 +203,14 @@ def test_frontier_values_are_the_reports_scores_and_costs(report_json):
     assert pareto_front(list(points.values()), "seconds") == ["fe", "sf", "ft"]
     assert pareto_front(list(points.values()), "params") == ["fe", "ft"]
     assert pareto_front(list(points.values()), "params", higher_is_better=False) == ["fe"]
-    page = render_html(report_json)
+    page = render_report_html(report)
     for mode in points:
         assert f'id="g-frontier-seconds-{KEY}-{mode}"' in page
         assert f'id="g-frontier-params-{KEY}-{mode}"' in page
     assert "Pareto frontier (fe, sf, ft)" in page
 
 
-def test_learning_curves_are_the_per_epoch_metrics(report_json):
+def test_learning_curves_are_the_per_epoch_metrics(report, report_json):
     curves = curve_data(row_of(report_json, "sick_e"))
     assert sorted(curves) == ["fe", "ft", "sf"]
     for mode, runs in curves.items():
@@ -215,11 +219,11 @@ def test_learning_curves_are_the_per_epoch_metrics(report_json):
             assert run["epochs"] == [0, 1, 2]
             expected = [(value + run["seed"] / 1000) * 100 for value in CURVES[mode]]
             assert run["values"] == pytest.approx(expected)
-    page = render_html(report_json)
+    page = render_report_html(report)
     assert f'id="g-curve-{KEY}-ft-2"' in page
 
 
-def test_mix_weights_are_softmaxed_and_averaged_over_seeds(report_json, tmp_path):
+def test_mix_weights_are_softmaxed_and_averaged_over_seeds(report, report_json, tmp_path):
     mix, why = mix_weights(row_of(report_json, "sick_e"))
     assert why == ""
     assert mix["layers"] == [0, 1, 2]
@@ -236,9 +240,9 @@ def test_mix_weights_are_softmaxed_and_averaged_over_seeds(report_json, tmp_path
     probe = {"metric": "accuracy", "probe": "logistic", "models": models}
     (probe_dir / "probe.json").write_text(json.dumps(probe))
     assert probe_data(probe_dir)[0]["models"] == probe["models"]
-    without = render_html(report_json)
+    without = render_report_html(report)
     assert html.escape(NO_PROBE) in without
-    page = render_html(report_json, probe_dirs={"sick_e": probe_dir})
+    page = render_report_html(report, probe_dirs={"sick_e": probe_dir})
     assert f'id="g-mix-{KEY}-2"' in page and f'id="g-probe-{KEY}-pretrained"' in page
     assert "Scalar-mix weights (fe) and per-layer probe" in page
     section = page.split('id="task-sick_e_bert"')[1].split('id="task-')[0]
@@ -254,7 +258,7 @@ def test_mix_weights_are_softmaxed_and_averaged_over_seeds(report_json, tmp_path
     ]
 
 
-def test_old_runs_render_with_the_missing_panels_named(grid, report_json):
+def test_old_runs_render_with_the_missing_panels_named(report, report_json):
     row = row_of(report_json, "mrpc")
     assert "paired" not in row or not forest_data(row)
     missing = {panel.title: panel.missing for panel in task_panels(row) if panel.draw is None}
@@ -265,7 +269,7 @@ def test_old_runs_render_with_the_missing_panels_named(grid, report_json):
     assert missing["Learning curves"] == NO_CURVES
     assert "no model.tar.gz" in missing["Scalar-mix weights (fe)"]
     assert missing["Per-layer probe"] == NO_PROBE
-    page = render_html(report_json)
+    page = render_report_html(report)
     section = page.split('id="task-mrpc_bert"')[1].split('id="task-')[0]
     for reason in missing.values():
         assert html.escape(reason) in section
@@ -277,51 +281,50 @@ def test_old_runs_render_with_the_missing_panels_named(grid, report_json):
 
 
 def test_a_json_without_paired_or_costs_keys_still_renders(report_json):
-    """Reports from before the verdicts and costs (no `paired`, `cost` keys) still render."""
+    """Rows from before the verdicts and costs (no `paired`, `cost` keys) still get panels."""
     for row in report_json["rows"]:
         row.pop("paired", None)
         row.pop("overlap", None)
         for cell in row["cells"].values():
             cell.pop("cost", None)
-    page = render_html(report_json)
-    assert page.count(NO_PREDICTIONS) == 1  # MRPC: no predictions
-    assert page.count(html.escape(NO_PAIRED)) == 1  # SICK-E: predictions, but no intervals
-    assert "Score versus training time" in page
+    panels = [panel for row in report_json["rows"] for panel in task_panels(row)]
+    missing = [panel.missing or "" for panel in panels]
+    assert sum(reason.startswith(NO_PREDICTIONS) for reason in missing) == 1  # MRPC
+    assert sum(reason.startswith(NO_PAIRED) for reason in missing) == 1  # SICK-E
+    assert "Score versus training time" in [panel.title for panel in panels if panel.draw]
 
 
-def test_with_the_report_its_tables_and_notes_are_used(grid, report_json):
-    report = report_from_dirs([grid])
-    page = render_html(report_json, report=report)
+def test_the_page_has_the_reports_tables_and_notes(report):
+    page = render_report_html(report)
     for table in report.tables():
         assert f"<h2>{table.title}</h2>" in page.replace("&#x27;", "'")
     for title, _ in report.notes():
         assert title in page
     assert "http" not in page and "src=" not in page
-    plain = render_html(report_json)
-    assert "<h2>BERT</h2>" in plain and "+25.0 [" in plain  # the verdict column from the JSON
+    assert "<h2>BERT</h2>" in page and "+25.0 [" in page  # the verdict column
 
 
-def test_broken_archive_is_named_not_fatal(report_json):
+def test_broken_archive_is_named_not_fatal(report, report_json):
     row = row_of(report_json, "sick_e")
     for run in row["cells"]["fe"]["runs"]:
         with open(f"{run['path']}/model.tar.gz", "wb") as handle:
             handle.write(b"not a tar file")
     mix, why = mix_weights(row)
     assert mix is None and "cannot read the weights" in why
-    assert "cannot read the weights" in render_html(report_json)
+    assert "cannot read the weights" in render_report_html(report)
 
 
-def test_png_is_written_with_a_sane_aspect_ratio(grid, report_json, tmp_path):
+def test_png_is_written_with_a_sane_aspect_ratio(report, tmp_path):
     from PIL import Image
 
+    from allennlp_tune.reporting.report import build_report
+
     path = tmp_path / "report.png"
-    render_png(report_json, path, report=report_from_dirs([grid]))
+    render_report_png(report, path)
     with Image.open(path) as image:
         width, height = image.size
     assert width > 1000 and 0.3 < height / width < 3
-    render_png(report_json, tmp_path / "plain.png")
-    assert (tmp_path / "plain.png").stat().st_size > 10_000
-    render_png({"rows": []}, tmp_path / "empty.png")
+    render_report_png(build_report([]), tmp_path / "empty.png")
     assert (tmp_path / "empty.png").is_file()
 
 
@@ -340,7 +343,7 @@ def test_frontier_log_axis_labels_are_short_and_only_on_1_2_5(seconds, expected)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from allennlp_tune.results.html_report import draw_frontier
+    from allennlp_tune.reporting.figures import draw_frontier
 
     points = [
         {"mode": f"m{i}", "score": 80.0 + i, "std": 0.0, "seconds": value}

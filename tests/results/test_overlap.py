@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from allennlp_tune.results.overlap import (
+from allennlp_tune.reporting.overlap import (
     DIRECT,
     RELATED,
     encoder_folders,

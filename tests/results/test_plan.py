@@ -1,4 +1,4 @@
-"""The planner (issue 23): estimates before a grid runs, and over-budget caches refused first."""
+"""The planner: estimates before a grid runs, and over-budget caches refused first."""
 
 import dataclasses
 import json
@@ -11,21 +11,17 @@ from allennlp.common.checks import ConfigurationError
 from transformers import AutoTokenizer
 
 from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.experiments.grid import run_grid
 from allennlp_tune.modules.feature_cache import (
     ENTRY_HEADER_BYTES,
     ENTRY_OVERHEAD_BYTES,
     estimated_cache_bytes,
 )
-from allennlp_tune.results import plan as planner
-from allennlp_tune.results.grid import run_grid
-from allennlp_tune.results.plan import (
-    BASE_RSS_MB,
-    ModeCost,
-    fit_cost_model,
-    plan_cell,
-    render_config,
-    transformer_size,
-)
+from allennlp_tune.planning import fit, render
+from allennlp_tune.planning.cost_model import BASE_RSS_MB, COST_MODEL, ModeCost
+from allennlp_tune.planning.encoder_size import transformer_size
+from allennlp_tune.planning.fit import fit_cost_model
+from allennlp_tune.planning.plan import plan_cell, planned_run_seconds, render_config
 
 SST2_FE = REPO_ROOT / "training_config" / "sst2_bert_fe.jsonnet"
 CONLL_FE = REPO_ROOT / "training_config" / "conll2003_bert_fe.jsonnet"
@@ -75,7 +71,7 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     # instances.
     # The BCN head has an entry of its own, which is preferred to the pooled "fe" one.
     assert cell.cost_key == "fe/tune_bcn"
-    fe = planner.COST_MODEL[cell.cost_key]
+    fe = COST_MODEL[cell.cost_key]
     assert cell.epoch_seconds == pytest.approx(fe.a + fe.b * wordpieces * 4 * 16**2)
     if fe.first_b is not None:  # a cached cell's first epoch runs the encoder
         first = fe.first_a + fe.first_b * wordpieces * 4 * 16**2
@@ -205,7 +201,7 @@ def test_plan_only_prints_the_plan_and_trains_nothing(tmp_path, capsys):
     assert "| sst2_bert_fe | 12 |" in out and "| sst2_bert_ft | 12 |" in out
     assert "cache = 2 B x" in out
     # A mode without measurements prints n/a, not a guess.
-    cell = plan_cell(SST2_FT, ext_vars(), cost_model={"fe": planner.COST_MODEL["fe"]})
+    cell = plan_cell(SST2_FT, ext_vars(), cost_model={"fe": COST_MODEL["fe"]})
     assert cell.epoch_seconds is None and cell.peak_rss_mb is None and cell.cache_bytes is None
 
 
@@ -265,7 +261,7 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
     # no per-instance term.
     single = fit_cost_model(runs[:1])["ft"]
     assert (single.a, single.c, single.g) == (0.0, BASE_RSS_MB, None)
-    point = planner.cost_point(runs[0])
+    point = fit.cost_point(runs[0])
     assert single.b == pytest.approx((a + b * point.work) / point.work)
     rss = c + d * point.params + g * point.instances
     assert single.d == pytest.approx((rss - BASE_RSS_MB) / point.params)
@@ -277,8 +273,8 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
     assert cell.peak_rss_mb == pytest.approx(c + d * params + g * cell.data.instances)
     few = plan_cell(SST2_FT, ext_vars(TUNE_MAX_INSTANCES="3"), cost_model={"ft": cost})
     assert few.peak_rss_mb == pytest.approx(c + d * params + g * 3)
-    assert "g=0.5" in planner.format_cost_model({"ft": fitted})
-    assert "g=" not in planner.format_cost_model({"ft": single})
+    assert "g=0.5" in fit.format_cost_model({"ft": fitted})
+    assert "g=" not in fit.format_cost_model({"ft": single})
 
 
 def test_one_encoder_at_several_data_sizes_fits_memory_per_instance(tmp_path):
@@ -302,11 +298,11 @@ def test_one_encoder_at_several_data_sizes_fits_memory_per_instance(tmp_path):
     (gpu / "cost.json").write_text(
         json.dumps({"mean_epoch_seconds": 0.1, "peak_rss_mb": 9000.0, "peak_gpu_mb": 800.0})
     )
-    assert planner.cost_point(gpu) is None
+    assert fit.cost_point(gpu) is None
     fitted = fit_cost_model(runs + [gpu])["ft"]
     assert fitted.runs == 3 and fitted.g == pytest.approx(g)
     assert fitted.c == BASE_RSS_MB
-    params = planner.cost_point(runs[0]).params
+    params = fit.cost_point(runs[0]).params
     assert fitted.peak_rss_mb(params, 0) == pytest.approx(rss_at_zero)
     assert fitted.peak_rss_mb(params, 1000) == pytest.approx(rss_at_zero + 1000 * g)
     # Memory that does not grow with N (or shrinks): no per-instance term.
@@ -340,7 +336,7 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
     fitted = fit_cost_model(runs)["fe"]
     assert (fitted.first_a, fitted.first_b) == (pytest.approx(first_a), pytest.approx(first_b))
     assert (fitted.a, fitted.b) == (pytest.approx(a), pytest.approx(b))
-    assert "first_a=20, first_b=0.0009" in planner.format_cost_model({"fe": fitted})
+    assert "first_a=20, first_b=0.0009" in fit.format_cost_model({"fe": fitted})
 
     # Planned: the first epoch apart, the later ones, and the whole run at most.
     model = {"fe": fitted}
@@ -349,11 +345,11 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
     assert cell.first_epoch_seconds == pytest.approx(first_a + first_b * work)
     assert cell.epoch_seconds == pytest.approx(a + b * work)
     assert cell.epochs == 3
-    total = planner.run_seconds(cell)
+    total = planned_run_seconds(cell)
     assert total == pytest.approx(cell.first_epoch_seconds + 2 * cell.epoch_seconds)
-    table = planner.render_plan([cell])
+    table = render.render_plan([cell])
     row = next(line for line in table.splitlines() if line.startswith("| sst2_bert_fe"))
-    duration = planner._duration
+    duration = render._duration
     first, later = duration(cell.first_epoch_seconds), duration(cell.epoch_seconds)
     assert row.endswith(f"| {first} first, then {later} | {duration(total)} (3 epochs) |")
     # Without the cache every epoch runs the encoder: the first epoch's cost, each time.
@@ -362,7 +358,7 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
     )
     assert uncached.first_epoch_seconds is None
     assert uncached.epoch_seconds == pytest.approx(first_a + first_b * work)
-    assert planner.run_seconds(uncached) == pytest.approx(3 * uncached.epoch_seconds)
+    assert planned_run_seconds(uncached) == pytest.approx(3 * uncached.epoch_seconds)
 
     # One head in the runs: one pooled entry. A second head (the CoNLL-2003 tagger, whose
     # cached epoch costs 4x less per unit of work here) adds an entry per head, which the
@@ -386,17 +382,17 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
     tagger = plan_cell(CONLL_FE, ext_vars(), cost_model=model)
     assert tagger.cost_key == "fe/tune_tagger"
     assert tagger.epoch_seconds == pytest.approx(model["fe/tune_tagger"].epoch_seconds(conll_work))
-    assert "time and RAM from COST_MODEL['fe/tune_tagger']" in planner.render_plan([tagger])
+    assert "time and RAM from COST_MODEL['fe/tune_tagger']" in render.render_plan([tagger])
     del model["fe/tune_bcn"]
     assert plan_cell(SST2_FE, ext_vars(), cost_model=model).cost_key == "fe"
 
     # An fe run without a cache is not split: its mean epoch is fitted as it is.
     plain = write_fe_run(tmp_path / "plain", ext_vars(TUNE_FEATURE_CACHE="false"), [9, 9, 12])
-    point = planner.cost_point(plain)
+    point = fit.cost_point(plain)
     assert (point.first_epoch_seconds, point.epoch_seconds) == (None, 10)
     # A cached run stopped after its first epoch gives the first epoch only.
     one = write_fe_run(tmp_path / "one", ext_vars(), [30])
-    point = planner.cost_point(one)
+    point = fit.cost_point(one)
     assert (point.first_epoch_seconds, point.epoch_seconds) == (30, None)
 
 
@@ -405,9 +401,9 @@ def test_metrics_json_is_the_fallback_measurement(tmp_path):
     run_dir.mkdir(parents=True)
     metrics = {"training_duration": "0:01:30.000000", "epoch": 2, "peak_worker_0_memory_MB": 1500}
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
-    assert planner.measurement(run_dir) == (30.0, 1500)
+    assert fit.measurement(run_dir) == (30.0, 1500)
     (run_dir / "cost.json").write_text(json.dumps({"mean_epoch_seconds": 7, "peak_rss_mb": 9}))
-    assert planner.measurement(run_dir) == (7, 9)
+    assert fit.measurement(run_dir) == (7, 9)
 
 
 def run_cli(add_parser, argv):

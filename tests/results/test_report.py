@@ -3,12 +3,10 @@ import sys
 
 import pytest
 
-from allennlp_tune.results.html_report import render_report_html, render_report_png
-from allennlp_tune.results.report import (
-    delta_mark,
-    render_markdown,
-    report_from_dirs,
-)
+from allennlp_tune.reporting.html_report import render_report_html, render_report_png
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
+from allennlp_tune.reporting.tables import delta_mark
 from allennlp_tune.rundir import load_run, parse_run_name
 
 

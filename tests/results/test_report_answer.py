@@ -3,14 +3,9 @@ warning, and the paper's columns left out of tables of tasks that are not the pa
 
 import json
 
-from allennlp_tune.results.html_report import render_report_html
-from allennlp_tune.results.report import (
-    ANSWER_TITLE,
-    DEFAULT_RECIPES,
-    choose_arm,
-    render_json,
-    render_markdown,
-)
+from allennlp_tune.reporting.answer import ANSWER_TITLE, DEFAULT_RECIPES, choose_arm
+from allennlp_tune.reporting.html_report import render_report_html
+from allennlp_tune.reporting.render import render_json, render_markdown
 from tests.results.test_report_verdict import GOLDS, make, notes, report, table, wrong_every
 
 COSTS = {  # mode: (seconds per epoch, trainable parameters)

@@ -5,8 +5,9 @@ import sys
 
 import pytest
 
-from allennlp_tune.results.html_report import render_report_html
-from allennlp_tune.results.report import render_json, render_markdown, report_from_dirs
+from allennlp_tune.reporting.html_report import render_report_html
+from allennlp_tune.reporting.render import render_json, render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.rundir import parse_run_name
 
 
@@ -99,7 +100,7 @@ def test_bitfit_and_lora_columns_and_the_cost_table(grid):
     )  # no GPU column: no run has a GPU peak
     rows = [line for line in section.split("\n## ")[0].splitlines() if line.startswith("| ")]
     modes = [row.split(" | ")[0].split()[-1] for row in rows[1:]]
-    assert modes == ["fe", "ft", "sf", "bitfit", "lora"]  # MODES order
+    assert modes == ["fe", "ft", "sf", "bitfit", "lora"]  # RUN_MODES order
     by_mode = {
         row.split(" | ")[0].split()[-1]: [c.strip() for c in row.strip("| ").split(" | ")]
         for row in rows[1:]
@@ -225,7 +226,7 @@ def test_tune_report_command_writes_costs_to_json(grid, tmp_path, monkeypatch, c
 
 
 def test_trainable_share_never_rounds_a_frozen_encoder_away():
-    from allennlp_tune.results.report import _share
+    from allennlp_tune.reporting.costs import _share
 
     assert _share(20_910_000, 20_925_000) == ">99.9%"  # a tiny frozen encoder under a big head
     assert _share(5, 5) == "100%" and _share(1, 3) == "33.3%" and _share(1, 80) == "1.25%"

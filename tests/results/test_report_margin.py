@@ -5,14 +5,10 @@ import sys
 
 import pytest
 
-from allennlp_tune.results.paired import TIE, PairedResult
-from allennlp_tune.results.report import (
-    VERDICT_HEADER,
-    equivalent_verdict,
-    render_json,
-    render_markdown,
-    within_margin,
-)
+from allennlp_tune.reporting.intervals import equivalent_verdict, within_margin
+from allennlp_tune.reporting.paired import TIE, PairedResult
+from allennlp_tune.reporting.render import render_json, render_markdown
+from allennlp_tune.reporting.tables import VERDICT_HEADER
 from tests.results.test_report_verdict import flip, make, notes, report, table, wrong_every
 
 

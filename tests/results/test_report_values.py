@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from allennlp_tune.results.report import render_json, render_markdown, report_from_dirs
+from allennlp_tune.reporting.render import render_json, render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.rundir import load_run
 
 

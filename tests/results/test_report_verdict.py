@@ -6,15 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from allennlp_tune.results.html_report import render_report_html, render_report_png
-from allennlp_tune.results.report import (
-    OVERLAP_MARK,
-    RELATED_OVERLAP_MARK,
-    VERDICT_HEADER,
-    render_json,
-    render_markdown,
-    report_from_dirs,
-)
+from allennlp_tune.reporting.html_report import render_report_html, render_report_png
+from allennlp_tune.reporting.labels import OVERLAP_MARK, RELATED_OVERLAP_MARK
+from allennlp_tune.reporting.render import render_json, render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
+from allennlp_tune.reporting.tables import VERDICT_HEADER
 
 # A small number of replicates keeps these tests quick; the verdicts here are far from the edge.
 REPLICATES = 300

@@ -1,5 +1,5 @@
 """
-Seeds in rounds (`allennlp_tune.results.rounds`, `tune-compare --sequential`) through the real
+Seeds in rounds (`allennlp_tune.experiments.rounds`, `tune-compare --sequential`) through the real
 grid with its seams: a fake `allennlp train` (`runner`) and a fake `predict` that writes
 synthetic dev predictions whose accuracy is each mode's true accuracy plus a per-seed shift. No
 training; each test takes a few seconds (the bootstrap behind each look).
@@ -14,9 +14,10 @@ import pytest
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.commands.tune_compare import add_compare_parser, sequential_plan
-from allennlp_tune.results.report import render_markdown, report_from_dirs
-from allennlp_tune.results.rounds import SEQUENTIAL_NAME, run_sequential
-from allennlp_tune.results.sequential import AT_CAP, EQUIVALENT, SequentialPlan
+from allennlp_tune.experiments.rounds import SEQUENTIAL_NAME, run_sequential
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
+from allennlp_tune.reporting.sequential import AT_CAP, EQUIVALENT, SequentialPlan
 from allennlp_tune.rundir import parse_run_name
 
 PLAN = SequentialPlan(looks=(3, 5, 7))
@@ -226,7 +227,7 @@ def test_the_command_line_plan_and_its_seeds(capsys):
 def test_run_compare_with_a_sequential_plan(tmp_path):
     """tune-compare's own path: a task file of one's own, modes given in any order (the pairs
     are the report's, ft − fe), the grid's fake training rendering each real config."""
-    from allennlp_tune.results.compare import run_compare
+    from allennlp_tune.experiments.compare import run_compare
     from tests.results.test_compare import BERT, write_reviews
     from tests.results.test_grid import FakeTraining as RenderingTraining
 

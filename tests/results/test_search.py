@@ -13,8 +13,7 @@ import optuna
 import pytest
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.report import render_markdown, report_from_dirs
-from allennlp_tune.results.search import (
+from allennlp_tune.experiments.search import (
     SearchParam,
     check_config,
     enqueue_settings,
@@ -22,6 +21,8 @@ from allennlp_tune.results.search import (
     run_search,
     storage_with_driver,
 )
+from allennlp_tune.reporting.render import render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
 
 LR = "TUNE_LR=1e-3:1e-1:log"
 PARAMS = [LR, "TUNE_DROPOUT=0.0,0.5", "TUNE_EPOCHS=2:3"]

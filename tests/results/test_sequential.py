@@ -1,5 +1,5 @@
 """
-The group-sequential comparison (allennlp_tune.results.sequential) on simulated comparisons whose
+The group-sequential comparison (allennlp_tune.reporting.sequential) on simulated comparisons whose
 true difference is known.
 
 The generator (`simulate`): a comparison is one dev set of `n` examples and `cap` seeds of each
@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from allennlp_tune.results.paired import Predictions
-from allennlp_tune.results.sequential import (
+from allennlp_tune.reporting.paired import Predictions
+from allennlp_tune.reporting.sequential import (
     AT_CAP,
     CONTINUE,
     EQUIVALENT,

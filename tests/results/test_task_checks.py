@@ -31,9 +31,9 @@ from allennlp.data import Vocabulary
 import allennlp_tune  # noqa: F401  (registers the components, sets the ext var defaults)
 from allennlp_tune.commands.tune_compare import TuneCompare
 from allennlp_tune.data.paths import FIXTURE_MODELS_DIR
-from allennlp_tune.results.compare import load_task, resolve_encoder
-from allennlp_tune.results.encoder_check import hub_command
-from allennlp_tune.results.task_checks import (
+from allennlp_tune.experiments.compare import load_task, resolve_encoder
+from allennlp_tune.experiments.encoder_check import hub_command
+from allennlp_tune.experiments.task_checks import (
     FALLING_METRICS,
     POSITIVE_LABEL_METRICS,
     RISING_METRICS,

@@ -1,7 +1,8 @@
 """
-What the three `tune_*` token embedders share: the two modes, the layer selection and its
-`ScalarMix`, the encoder's parameter groups with `freeze()` / `unfreeze()`, and the frozen-feature
-cache. Not registered itself; each embedder module reads top to bottom with this one beside it.
+What the three `tune_*` token embedders share: their modes (`EMBEDDER_MODES` of
+`allennlp_tune.modes`), the layer selection and its `ScalarMix`, the encoder's parameter groups
+with `freeze()` / `unfreeze()`, and the frozen-feature cache. Not registered itself; each
+embedder module reads top to bottom with this one beside it.
 
 The state is one set, `trainable_groups()`:
 
@@ -41,17 +42,13 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.scalar_mix import ScalarMix
 from allennlp.nn.util import get_mask_from_sequence_lengths
 
+from allennlp_tune.modes import BITFIT, EMBEDDER_MODES, FEATURE_EXTRACTION, FINE_TUNING, LORA
 from allennlp_tune.modules.checks import refuse_unknown_keys
 from allennlp_tune.modules.feature_cache import FeatureCache, encoder_fingerprint
 from allennlp_tune.modules.layer_groups import register_layer_group_provider
 
 logger = logging.getLogger(__name__)
 
-FEATURE_EXTRACTION = "feature_extraction"
-FINE_TUNING = "fine_tuning"
-BITFIT = "bitfit"
-LORA = "lora"
-MODES = (FEATURE_EXTRACTION, FINE_TUNING, BITFIT, LORA)
 # Modes that can train only part of the encoder: archives leave the rest out.
 PARTIAL_MODES = (BITFIT, LORA)
 # The key (after the embedder's prefix) of the frozen weights' fingerprint in `state_dict()`.
@@ -76,7 +73,7 @@ def mode_selects(mode: str, name: str) -> bool:
 
 def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -> str:
     """Checks `mode` and its combination with `feature_cache`, before any weight is loaded."""
-    if mode not in MODES:
+    if mode not in EMBEDDER_MODES:
         raise ConfigurationError(
             f"{owner}.mode is {mode!r}; expected 'feature_extraction' (frozen encoder, only the "
             "scalar mix and the task model train), 'fine_tuning' (the encoder trains too), "

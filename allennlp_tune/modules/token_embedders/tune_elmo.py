@@ -9,9 +9,9 @@ from allennlp.modules.elmo import _ElmoBiLm
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.nn.util import get_mask_from_sequence_lengths, remove_sentence_boundaries
 
+from allennlp_tune.modes import LORA
 from allennlp_tune.modules.feature_cache import FeatureCache
 from allennlp_tune.modules.token_embedders.freezable import (
-    LORA,
     FreezableEncoderMixin,
     build_scalar_mix,
     check_mode,

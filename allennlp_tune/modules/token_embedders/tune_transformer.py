@@ -6,9 +6,9 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import PretrainedTransformerEmbedder, TokenEmbedder
 
+from allennlp_tune.modes import FEATURE_EXTRACTION
 from allennlp_tune.modules.feature_cache import FeatureCache
 from allennlp_tune.modules.token_embedders.freezable import (
-    FEATURE_EXTRACTION,
     FreezableEncoderMixin,
     build_scalar_mix,
     check_mode,

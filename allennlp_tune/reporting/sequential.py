@@ -25,7 +25,7 @@ spending function (default Lan-DeMets O'Brien-Fleming type). Optionally a margin
    `alpha(t_k) - alpha(t_(k-1))` (computed by numerical integration on a grid, as in Jennison &
    Turnbull 2000, ch. 19). Its nominal two-sided level is `p_k = 2 (1 - Phi(c_k))`.
 4. Estimate and its variance, from the runs' dev predictions (the seeds so far), all from one
-   call of `allennlp_tune.results.paired.compare_modes` with the seeds held fixed
+   call of `allennlp_tune.reporting.paired.compare_modes` with the seeds held fixed
    (`resample_seeds=False`: dev examples resampled, the same resample for every mode and seed):
    - `D` = mean over a's seeds - mean over b's seeds of the metric on the full dev set (points);
    - `V_data`: the bootstrap variance of `D`;
@@ -39,11 +39,11 @@ spending function (default Lan-DeMets O'Brien-Fleming type). Optionally a margin
    their interaction, Var(D) = s_ex^2 / n + sum over modes of (s_seed^2 + s_int^2 / n) / S).
    `R_a + R_b` estimates the last terms' `s_int^2 / (n S)`, the least `Var(D)` can be, and is
    `V`'s floor: with a few seeds, each mode's seeds can score the same (common for accuracy on a
-   small dev set) while they differ example by example, and without the floor `V` then
-   collapsed towards 0 and the interval to a point (a false "equivalent" or "better"). A floor
-   per mode (`max(s_m^2 / S_m, R_m)`) was tried too: it dropped the error rate at a true
-   difference of 0 to 1.6% where seeds barely shift the score (0.2 points on 1,000 examples),
-   against 2.1% for the floor on the sum, which loses less power.
+   small dev set) while they differ example by example, and without the floor `V` would
+   collapse towards 0 and the interval to a point (a false "equivalent" or "better"). A floor
+   per mode (`max(s_m^2 / S_m, R_m)`) would be more conservative still: it drops the error
+   rate at a true difference of 0 to 1.6% where seeds barely shift the score (0.2 points on
+   1,000 examples), against 2.1% for the floor on the sum, which loses less power.
    Degrees of freedom (Welch-Satterthwaite; the dev-example part counts as known):
    `nu = V^2 / ((s_a^2/S_a)^2 / (S_a - 1) + (s_b^2/S_b)^2 / (S_b - 1))` (infinite when both
    seed variances are 0). Each mode needs at least 2 seeds at every look.
@@ -112,7 +112,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from scipy import optimize, special, stats
 
-from allennlp_tune.results.paired import (
+from allennlp_tune.reporting import labels
+from allennlp_tune.reporting.paired import (
     Predictions,
     PredictionsLike,
     as_predictions,
@@ -167,6 +168,7 @@ def spent(t: Union[float, np.ndarray], alpha: float, spending: str = OBRIEN_FLEM
 
 
 def _simpson_weights(points: int, step: float) -> np.ndarray:
+    """Simpson's rule weights for `points` (odd) equally spaced points `step` apart."""
     weights = np.ones(points)
     weights[1:-1:2] = 4
     weights[2:-1:2] = 2
@@ -174,6 +176,7 @@ def _simpson_weights(points: int, step: float) -> np.ndarray:
 
 
 def _normal_pdf(z: np.ndarray) -> np.ndarray:
+    """The standard normal density (without scipy's overhead: it runs on large grids)."""
     return np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 
 
@@ -188,6 +191,7 @@ def _exit_probability(
 
 
 def _exit_excess(bound: float, *arguments: Any) -> float:
+    """The exit probability at `bound` less its target (the last argument): brentq's root."""
     *rest, target = arguments
     return _exit_probability(bound, *rest) - target
 
@@ -294,6 +298,7 @@ class SequentialPlan:
 
     @property
     def cap(self) -> int:
+        """The seed cap: seeds per mode at the last look."""
         return self.looks[-1]
 
     def time(self, seeds_a: int, seeds_b: Optional[int] = None) -> float:
@@ -442,6 +447,7 @@ class Look:
 
     @property
     def stop(self) -> bool:
+        """Whether the comparison ends at this look (every decision but "continue")."""
         return self.decision != CONTINUE
 
     @property
@@ -459,9 +465,7 @@ class Look:
         """`ft better: +1.2 [+0.3, +2.1] (98.9% interval, 5 seeds each)`."""
 
         def signed(value: float) -> str:
-            if math.isinf(value):
-                return "-inf" if value < 0 else "+inf"
-            return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
+            return labels.signed(value, digits)
 
         if self.decision == A_BETTER:
             said = f"{self.mode_a} better"
@@ -485,6 +489,18 @@ class Look:
 
     def as_dict(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """Step 4's ingredients at one look (points), before they become `V` and an interval."""
+
+    metric: str
+    difference: float  # D
+    data_std_error: float  # sqrt(V_data)
+    residual_variance: float  # R_a + R_b
+    scores_a: List[float]  # each of a's seeds' score on the full dev set
+    scores_b: List[float]
 
 
 class SequentialComparison:
@@ -540,6 +556,7 @@ class SequentialComparison:
 
     @property
     def done(self) -> bool:
+        """Whether the last look stopped the comparison."""
         return bool(self.looks) and self.looks[-1].stop
 
     def next_seeds(self) -> Optional[int]:
@@ -552,31 +569,104 @@ class SequentialComparison:
 
     def look(self, runs_a: Sequence[PredictionsLike], runs_b: Sequence[PredictionsLike]) -> Look:
         """
-        The next look, from all seeds so far of each mode (predictions, paths or records).
+        The next look, from all seeds so far of each mode (predictions, paths or records),
+        following the module docstring's steps: the look's information time (step 1), its
+        critical value (steps 2-3), the estimate and its variance (step 4), the interval
+        (step 5) and the decision (step 6). The look is kept, so the next one's boundary
+        accounts for it.
 
         # Parameters
 
         runs_a, runs_b : `Sequence[PredictionsLike]`
             Each mode's seeds' dev predictions, more than at the previous look.
+
+        # Returns
+
+        `Look`
+            The look; `Look.stop` says whether the comparison ends with it.
         """
         if self.done:
             raise ValueError(f"the comparison already stopped: {self.looks[-1].text()}")
-        runs_a = [as_predictions(r, f"{self.names[0]} seed #{k + 1}") for k, r in enumerate(runs_a)]
-        runs_b = [as_predictions(r, f"{self.names[1]} seed #{k + 1}") for k, r in enumerate(runs_b)]
-        seeds_a, seeds_b = len(runs_a), len(runs_b)
-        if min(seeds_a, seeds_b) < 2:
+        runs_a, runs_b = self._seeds_of_both_modes(runs_a, runs_b)
+        time = self._information_time(len(runs_a), len(runs_b))
+        bound = self._critical_value(time)
+        estimate = self._estimate(runs_a, runs_b)
+        low, high, df, std_error = look_interval(
+            estimate.difference,
+            estimate.data_std_error**2,
+            estimate.residual_variance,
+            np.var(estimate.scores_a, ddof=1),
+            len(runs_a),
+            np.var(estimate.scores_b, ddof=1),
+            len(runs_b),
+            bound,
+        )
+        code = int(decide(low, high, self.margin, time >= 1.0 - 1e-9))
+        within = self.margin is not None and bool(-self.margin < low and high < self.margin)
+        look = Look(
+            mode_a=self.names[0],
+            mode_b=self.names[1],
+            metric=estimate.metric,
+            index=len(self.looks),
+            seeds_a=len(runs_a),
+            seeds_b=len(runs_b),
+            time=time,
+            bound=bound,
+            level=1 - float(2 * stats.norm.sf(bound)),
+            difference=estimate.difference,
+            low=float(low),
+            high=float(high),
+            df=float(df),
+            std_error=float(std_error),
+            data_std_error=estimate.data_std_error,
+            decision=CODES[code],
+            margin=self.margin,
+            within_margin=within,
+            scores_a=tuple(estimate.scores_a),
+            scores_b=tuple(estimate.scores_b),
+        )
+        self.looks.append(look)
+        return look
+
+    def _seeds_of_both_modes(
+        self, runs_a: Sequence[PredictionsLike], runs_b: Sequence[PredictionsLike]
+    ) -> Tuple[List[Predictions], List[Predictions]]:
+        """Each mode's runs as `Predictions`, at least 2 per mode (the seeds' spread needs two)."""
+        a, b = self.names
+        loaded_a = [as_predictions(r, f"{a} seed #{k + 1}") for k, r in enumerate(runs_a)]
+        loaded_b = [as_predictions(r, f"{b} seed #{k + 1}") for k, r in enumerate(runs_b)]
+        if min(len(loaded_a), len(loaded_b)) < 2:
             raise ValueError(
-                f"{self.names[0]} has {seeds_a} and {self.names[1]} {seeds_b} seeds: a look "
-                "needs at least 2 of each (the seeds' spread)"
+                f"{a} has {len(loaded_a)} and {b} {len(loaded_b)} seeds: a look needs at least "
+                "2 of each (the seeds' spread)"
             )
+        return loaded_a, loaded_b
+
+    def _information_time(self, seeds_a: int, seeds_b: int) -> float:
+        """Step 1: the look's information time, which must be past the last look's."""
         time = self.plan.time(seeds_a, seeds_b)
         if self.looks and time <= self.looks[-1].time:
             raise ValueError(
                 f"a look needs more seeds than the last one ({self.looks[-1].seeds_a} + "
                 f"{self.looks[-1].seeds_b}), got {seeds_a} + {seeds_b}"
             )
+        return time
+
+    def _critical_value(self, time: float) -> float:
+        """
+        Steps 2-3: the critical value of a look at `time` after the looks already taken, so
+        the boundaries follow the looks' actual times rather than the planned ones.
+        """
         times = [previous.time for previous in self.looks] + [time]
-        bound = boundaries(times, self.plan.alpha, self.plan.spending)[-1]
+        return boundaries(times, self.plan.alpha, self.plan.spending)[-1]
+
+    def _estimate(self, runs_a: List[Predictions], runs_b: List[Predictions]) -> "_Estimate":
+        """
+        Step 4's ingredients, from one call of `compare_modes` and so one set of resamples
+        (seeded `seed + look index`): `D` and `V_data` from the pair (a, b), and each seed's
+        score and its bootstrap variance around its mode's mean from the pairs (seed, mode),
+        where every seed is a mode of its own.
+        """
         a, b = self.names
         by_mode: Dict[str, List[Predictions]] = {a: runs_a, b: runs_b}
         pairs = [(a, b)]
@@ -584,8 +674,6 @@ class SequentialComparison:
             for k, run in enumerate(runs):
                 by_mode[f"{name} seed #{k + 1}"] = [run]
                 pairs.append((f"{name} seed #{k + 1}", name))
-        # One call, one set of resamples: D and V_data from (a, b); each seed's score and its
-        # bootstrap variance around its mode's mean from (seed, mode).
         results = compare_modes(
             by_mode,
             self.metric,
@@ -596,48 +684,21 @@ class SequentialComparison:
             **self.options,
         )
         main, per_seed = results[0], results[1:]
-        scores_a = [r.score_a for r in per_seed[:seeds_a]]
-        scores_b = [r.score_a for r in per_seed[seeds_a:]]
+        seeds_a = len(runs_a)
+        # R_a + R_b: each mode's mean bootstrap variance of a seed around the mode's mean,
+        # over S_m - 1.
         residual = sum(
             float(np.mean([r.std_error**2 for r in part])) / (len(part) - 1)
             for part in (per_seed[:seeds_a], per_seed[seeds_a:])
         )
-        low, high, df, std_error = look_interval(
-            main.difference,
-            main.std_error**2,
-            residual,
-            np.var(scores_a, ddof=1),
-            seeds_a,
-            np.var(scores_b, ddof=1),
-            seeds_b,
-            bound,
-        )
-        code = int(decide(low, high, self.margin, time >= 1.0 - 1e-9))
-        within = self.margin is not None and bool(-self.margin < low and high < self.margin)
-        look = Look(
-            mode_a=self.names[0],
-            mode_b=self.names[1],
+        return _Estimate(
             metric=main.metric,
-            index=len(self.looks),
-            seeds_a=seeds_a,
-            seeds_b=seeds_b,
-            time=time,
-            bound=bound,
-            level=1 - float(2 * stats.norm.sf(bound)),
             difference=main.difference,
-            low=float(low),
-            high=float(high),
-            df=float(df),
-            std_error=float(std_error),
             data_std_error=main.std_error,
-            decision=CODES[code],
-            margin=self.margin,
-            within_margin=within,
-            scores_a=tuple(scores_a),
-            scores_b=tuple(scores_b),
+            residual_variance=residual,
+            scores_a=[r.score_a for r in per_seed[:seeds_a]],
+            scores_b=[r.score_a for r in per_seed[seeds_a:]],
         )
-        self.looks.append(look)
-        return look
 
 
 def replay(

@@ -60,6 +60,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from allennlp_tune.reporting.labels import signed
 from allennlp_tune.rundir.names import PREDICTIONS_NAME
 
 TIE = "tie"
@@ -129,7 +130,10 @@ class Predictions:
 
 
 def read_predictions(path: Union[str, Path]) -> Predictions:
-    """Reads a `dev_predictions.jsonl`; errors name the file and line."""
+    """
+    Reads a `dev_predictions.jsonl` (blank lines skipped). A line that is not JSON raises a
+    `PredictionsMismatch` naming the file and line, so a broken run is found, not skipped.
+    """
     path = Path(path)
     records = []
     with open(path, encoding="utf-8") as handle:
@@ -152,7 +156,10 @@ PredictionsLike = Union[Predictions, str, Path, Sequence[Mapping[str, Any]]]
 
 
 def as_predictions(item: PredictionsLike, source: Optional[str] = None) -> Predictions:
-    """A `Predictions`, a path of a predictions file, or a list of its records."""
+    """
+    `item` as `Predictions`: returned as it is, read from a path, or built from a list of
+    records (named `source` in errors, as records have no file to name).
+    """
     if isinstance(item, Predictions):
         return item
     if isinstance(item, (str, Path)):
@@ -187,12 +194,8 @@ class PairedResult:
 
     def text(self, digits: int = 1) -> str:
         """`+1.2 [-0.3, +2.8] tie`."""
-
-        def signed(value: float) -> str:
-            return f"{value:+.{digits}f}".replace(f"-{0:.{digits}f}", f"+{0:.{digits}f}")
-
-        interval = f"[{signed(self.low)}, {signed(self.high)}]"
-        return f"{signed(self.difference)} {interval} {self.verdict}"
+        interval = f"[{signed(self.low, digits)}, {signed(self.high, digits)}]"
+        return f"{signed(self.difference, digits)} {interval} {self.verdict}"
 
     def as_dict(self) -> Dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -223,12 +226,18 @@ Scorer = Callable[[np.ndarray], np.ndarray]
 
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, and 0 where the denominator is 0 (as AllenNLP's metrics do)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         out = numerator / denominator
     return np.where(denominator > 0, out, 0.0)
 
 
 def _label_ids(runs: Sequence[Predictions], labels: Dict[Any, int]) -> Tuple[np.ndarray, ...]:
+    """
+    The golds (of the first run; the runs are checked to share them) and each run's predictions
+    as integer ids, numbering labels in `labels` as they are first seen.
+    """
+
     def ids(values: Sequence[Any]) -> np.ndarray:
         return np.array([labels.setdefault(_label_key(v), len(labels)) for v in values])
 
@@ -237,6 +246,7 @@ def _label_ids(runs: Sequence[Predictions], labels: Dict[Any, int]) -> Tuple[np.
 
 
 def _label_key(value: Any) -> Any:
+    """A label as a dictionary key; lists (tags) and objects are not labels."""
     if isinstance(value, (list, dict)):
         raise PredictionsMismatch(f"expected a label, found {value!r:.60}")
     return value
@@ -245,6 +255,11 @@ def _label_key(value: Any) -> Any:
 def _classification_scorer(
     kind: str, runs: Sequence[Predictions], positive_label: Optional[str]
 ) -> Scorer:
+    """
+    The scorer of `accuracy`, `f1` (of `positive_label`) or `mcc` over the runs' seeds. Each
+    metric is a function of per-example counts summed over a resample (correct, true positive,
+    confusion-matrix margins), so a batch of resamples is one matrix product.
+    """
     labels: Dict[Any, int] = {}
     gold, *predicted = _label_ids(runs, labels)
     predictions = np.stack(predicted)  # (S, n)
@@ -305,6 +320,7 @@ def _classification_scorer(
 
 
 def _numbers(values: Sequence[Any], source: str) -> np.ndarray:
+    """Finite numbers (not booleans) as an array; else names the source and example."""
     for position, value in enumerate(values):
         if (
             isinstance(value, bool)
@@ -318,6 +334,10 @@ def _numbers(values: Sequence[Any], source: str) -> np.ndarray:
 
 
 def _pearson_scorer(runs: Sequence[Predictions]) -> Scorer:
+    """
+    The scorer of Pearson's correlation over the runs' seeds, from a resample's sums of y, y^2,
+    x, x^2 and xy; 0 where a side is constant, as the models' RegressionMetrics report it.
+    """
     gold = _numbers(runs[0].golds, runs[0].source)
     predictions = np.stack([_numbers(run.predictions, run.source) for run in runs])  # (S, n)
     seeds = len(runs)
@@ -400,6 +420,11 @@ class _Ranker:
 
 
 def _spearman_scorer(runs: Sequence[Predictions]) -> Scorer:
+    """
+    The scorer of Spearman's correlation over the runs' seeds: Pearson's correlation of the
+    midranks within each resample (ranks change with the resample, so they are recomputed per
+    replicate by `_Ranker`, from one sort of each variable made up front).
+    """
     gold = _Ranker(_numbers(runs[0].golds, runs[0].source))
     predicted = [_Ranker(_numbers(run.predictions, run.source)) for run in runs]
 
@@ -488,6 +513,10 @@ def sentence_span_counts(
 
 
 def _span_f1_scorer(runs: Sequence[Predictions], encoding: Optional[str]) -> Scorer:
+    """
+    The scorer of span F1 over the runs' seeds, from each sentence's (true positive,
+    predicted, gold) span counts: the resampled unit is the sentence.
+    """
     if encoding is None:
         encoding = guess_tag_encoding(runs[0].golds)
     counts = [
@@ -524,6 +553,7 @@ def _scorer(
     positive_label: Optional[str],
     tag_encoding: Optional[str],
 ) -> Scorer:
+    """The scorer of `metric` for the runs (the seeds of one mode)."""
     kind = metric_kind(metric)
     if kind in ("accuracy", "f1", "mcc"):
         return _classification_scorer(kind, runs, positive_label)
@@ -535,6 +565,7 @@ def _scorer(
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal golds; floats within rounding (a regression gold may be written with other digits)."""
     if isinstance(a, float) or isinstance(b, float):
         try:
             return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
@@ -562,6 +593,11 @@ def check_same_examples(runs: Sequence[Predictions]) -> None:
 
 @dataclass
 class _Mode:
+    """
+    One mode inside `compare_modes`: its runs, its scorer, and its seeds' scores on the full dev
+    set (`full`) and on each replicate's resample (`per_seed`, filled by steps 1-2).
+    """
+
     name: str
     runs: List[Predictions]
     scorer: Scorer = field(repr=False)
@@ -584,54 +620,157 @@ def compare_modes(
     """
     The paired bootstrap (module docstring) between modes of one task, all on the same resamples.
 
-    `by_mode` maps a mode name to its seeds' predictions (each a `Predictions`, a path of a
-    `dev_predictions.jsonl`, or its records). `pairs` lists (mode_a, mode_b) to compare, each
-    giving mode_a - mode_b; default every pair in `by_mode`'s order. `metric` is a configs'
-    metric name (`accuracy`, `f1` with `positive_label`, `mcc`, `pearson`, `spearman`,
-    `f1-measure-overall` with `tag_encoding` BIO / IOB1 / BIOUL / BMES, guessed when `None`).
-    Scores are multiplied by `scale` (100: points, like tune-report). The resamples come from
-    `numpy.random.default_rng(seed)`, so a result is reproducible.
+    The steps: check the options and the pairs, load every mode's runs and check that they
+    share their examples, score each mode's seeds on the full dev set, score them on the
+    resampled dev sets (steps 1-2), resample each mode's seeds (step 3), and turn each pair's
+    differences (step 4) into a `PairedResult`. The random draws come in that order from one
+    generator: the example resamples chunk by chunk, then the seed resamples mode by mode.
+
+    # Parameters
+
+    by_mode : `Mapping[str, Sequence[PredictionsLike]]`
+        A mode name -> its seeds' predictions (each a `Predictions`, a path of a
+        `dev_predictions.jsonl`, or its records).
+    metric : `str`
+        A configs' metric name: `accuracy`, `f1` (with `positive_label`), `mcc`, `pearson`,
+        `spearman` or `f1-measure-overall` (with `tag_encoding`); a leading `+` or `-` is
+        ignored.
+    pairs : `Sequence[Tuple[str, str]]`, optional
+        The (mode_a, mode_b) to compare, each giving mode_a - mode_b; default every pair in
+        `by_mode`'s order.
+    replicates : `int`
+        Bootstrap replicates.
+    seed : `int`
+        Seed of `numpy.random.default_rng`, so that a result is reproducible.
+    confidence : `float`
+        The interval's level, in (0, 1).
+    resample_seeds : `bool`
+        Whether step 3 resamples each mode's seeds (else each mode's score is the mean over its
+        fixed seeds: the data-only interval).
+    positive_label : `str`, optional
+        The label whose F1 `f1` is.
+    tag_encoding : `str`, optional
+        BIO, IOB1, BIOUL or BMES for span F1; guessed from the golds when `None`.
+    scale : `float`
+        Scores are multiplied by it (100: points, like tune-report).
+
+    # Returns
+
+    `List[PairedResult]`
+        One result per pair, in `pairs`' order.
     """
+    _check_options(replicates, confidence)
+    pairs = _pairs_to_compare(by_mode, pairs)
+    loaded = _load_modes(by_mode)
+    n = _shared_example_count(loaded)
+    modes = {
+        name: _score_full_dev_set(name, runs, metric, positive_label, tag_encoding, scale)
+        for name, runs in loaded.items()
+    }
+    rng = np.random.default_rng(seed)
+    _score_resampled_examples(modes, rng, replicates, n, scale)
+    scores = _resample_seeds(modes, rng, replicates, resample_seeds)
+    return [
+        _paired_result(metric, modes[a], modes[b], scores, confidence, resample_seeds)
+        for a, b in pairs
+    ]
+
+
+def _check_options(replicates: int, confidence: float) -> None:
+    """At least one replicate and a confidence strictly between 0 and 1."""
     if replicates < 1:
         raise ValueError(f"replicates must be at least 1, not {replicates}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
-    names = list(by_mode)
-    pairs = list(pairs) if pairs is not None else list(itertools.combinations(names, 2))
+
+
+def _pairs_to_compare(
+    by_mode: Mapping[str, Sequence[PredictionsLike]],
+    pairs: Optional[Sequence[Tuple[str, str]]],
+) -> List[Tuple[str, str]]:
+    """The pairs asked for (default every pair of modes, in order), each naming known modes."""
+    pairs = list(pairs) if pairs is not None else list(itertools.combinations(list(by_mode), 2))
     for a, b in pairs:
         for name in (a, b):
             if name not in by_mode:
                 raise ValueError(f"pair ({a}, {b}): no predictions for mode {name!r}")
+    return pairs
+
+
+def _load_modes(
+    by_mode: Mapping[str, Sequence[PredictionsLike]],
+) -> Dict[str, List[Predictions]]:
+    """Each mode's runs as `Predictions` (named `<mode> seed #k` when they have no file)."""
     loaded: Dict[str, List[Predictions]] = {}
-    for name in names:
+    for name in by_mode:
         runs = [
             as_predictions(item, f"{name} seed #{k + 1}") for k, item in enumerate(by_mode[name])
         ]
         if not runs:
             raise ValueError(f"mode {name!r} has no runs with predictions")
         loaded[name] = runs
+    return loaded
+
+
+def _shared_example_count(loaded: Mapping[str, List[Predictions]]) -> int:
+    """The number of dev examples, once every run is checked to have the same ones."""
     everything = [run for runs in loaded.values() for run in runs]
     check_same_examples(everything)
     n = len(everything[0])
     if n == 0:
         raise PredictionsMismatch(f"{everything[0].source} has no examples")
+    return n
 
-    modes = {}
-    for name, runs in loaded.items():
-        scorer = _scorer(metric, runs, positive_label, tag_encoding)
-        full = scorer(np.ones((1, n)))[:, 0] * scale
-        modes[name] = _Mode(name, runs, scorer, np.empty((len(runs), replicates)), full)
 
-    rng = np.random.default_rng(seed)
+def _score_full_dev_set(
+    name: str,
+    runs: List[Predictions],
+    metric: str,
+    positive_label: Optional[str],
+    tag_encoding: Optional[str],
+    scale: float,
+) -> _Mode:
+    """A mode with its scorer and its seeds' scores (×`scale`) on the full dev set."""
+    scorer = _scorer(metric, runs, positive_label, tag_encoding)
+    full = scorer(np.ones((1, len(runs[0]))))[:, 0] * scale
+    return _Mode(name, runs, scorer, np.empty((len(runs), 0)), full)
+
+
+def _resample_weights(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """
+    `size` resamples of n of the n examples with replacement, as counts (size, n): how often
+    each example was drawn in each resample.
+    """
+    picks = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    weights = np.bincount(picks.ravel(), minlength=size * n).reshape(size, n)
+    return weights.astype(np.float64)
+
+
+def _score_resampled_examples(
+    modes: Mapping[str, _Mode], rng: np.random.Generator, replicates: int, n: int, scale: float
+) -> None:
+    """
+    Steps 1-2: fills each mode's `per_seed` with its seeds' scores on the same resamples of the
+    dev examples, drawn in chunks of at most `CHUNK_CELLS` counts.
+    """
+    for mode in modes.values():
+        mode.per_seed = np.empty((len(mode.runs), replicates))
     chunk = max(1, min(replicates, CHUNK_CELLS // n))
     for start in range(0, replicates, chunk):
         size = min(chunk, replicates - start)
-        picks = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
-        weights = np.bincount(picks.ravel(), minlength=size * n).reshape(size, n)
-        weights = weights.astype(np.float64)
+        weights = _resample_weights(rng, size, n)
         for mode in modes.values():
             mode.per_seed[:, start : start + size] = mode.scorer(weights) * scale
 
+
+def _resample_seeds(
+    modes: Mapping[str, _Mode], rng: np.random.Generator, replicates: int, resample_seeds: bool
+) -> Dict[str, np.ndarray]:
+    """
+    Step 3: each mode's score in each replicate, the mean over S of its S seeds drawn with
+    replacement (independently per mode), or over its fixed seeds when `resample_seeds` is
+    off or the mode has one seed (which draws nothing).
+    """
     scores: Dict[str, np.ndarray] = {}
     for name, mode in modes.items():
         seeds = len(mode.runs)
@@ -640,34 +779,45 @@ def compare_modes(
             scores[name] = mode.per_seed[chosen, np.arange(replicates)[:, None]].mean(axis=1)
         else:
             scores[name] = mode.per_seed.mean(axis=0)
+    return scores
 
+
+def _paired_result(
+    metric: str,
+    mode_a: _Mode,
+    mode_b: _Mode,
+    scores: Mapping[str, np.ndarray],
+    confidence: float,
+    resample_seeds: bool,
+) -> PairedResult:
+    """
+    Step 4: the differences score(mode_a) - score(mode_b) of the replicates (`scores` has each
+    mode's) as a result: the percentile interval, the verdict (the mode the interval favours, or
+    a tie when it contains 0) and the full-dev scores.
+    """
+    differences = scores[mode_a.name] - scores[mode_b.name]
+    replicates = len(differences)
     tail = (1 - confidence) / 2 * 100
-    results = []
-    for a, b in pairs:
-        differences = scores[a] - scores[b]
-        low, high = np.percentile(differences, [tail, 100 - tail])
-        verdict = a if low > 0 else b if high < 0 else TIE
-        results.append(
-            PairedResult(
-                metric=metric.lstrip("+-"),
-                mode_a=a,
-                mode_b=b,
-                score_a=float(modes[a].full.mean()),
-                score_b=float(modes[b].full.mean()),
-                difference=float(modes[a].full.mean() - modes[b].full.mean()),
-                low=float(low),
-                high=float(high),
-                verdict=verdict,
-                examples=n,
-                seeds_a=len(modes[a].runs),
-                seeds_b=len(modes[b].runs),
-                replicates=replicates,
-                confidence=confidence,
-                resample_seeds=resample_seeds,
-                std_error=float(differences.std(ddof=1)) if replicates > 1 else 0.0,
-            )
-        )
-    return results
+    low, high = np.percentile(differences, [tail, 100 - tail])
+    verdict = mode_a.name if low > 0 else mode_b.name if high < 0 else TIE
+    return PairedResult(
+        metric=metric.lstrip("+-"),
+        mode_a=mode_a.name,
+        mode_b=mode_b.name,
+        score_a=float(mode_a.full.mean()),
+        score_b=float(mode_b.full.mean()),
+        difference=float(mode_a.full.mean() - mode_b.full.mean()),
+        low=float(low),
+        high=float(high),
+        verdict=verdict,
+        examples=len(mode_a.runs[0]),
+        seeds_a=len(mode_a.runs),
+        seeds_b=len(mode_b.runs),
+        replicates=replicates,
+        confidence=confidence,
+        resample_seeds=resample_seeds,
+        std_error=float(differences.std(ddof=1)) if replicates > 1 else 0.0,
+    )
 
 
 def paired_bootstrap(
@@ -678,8 +828,18 @@ def paired_bootstrap(
     **options: Any,
 ) -> PairedResult:
     """
-    score(a) - score(b) over the seeds' predictions of two modes; `names` are the modes' names
-    (the verdict is one of them, or "tie"). Options as `compare_modes`.
+    score(a) - score(b) over the seeds' predictions of two modes: `compare_modes` with one pair.
+
+    # Parameters
+
+    runs_a, runs_b : `Sequence[PredictionsLike]`
+        Each mode's seeds' predictions.
+    metric : `str`
+        As `compare_modes`.
+    names : `Tuple[str, str]`
+        The modes' names (they must differ); the verdict is one of them, or "tie".
+    **options : `Any`
+        `compare_modes`' other options.
     """
     if names[0] == names[1]:
         raise ValueError(f"names must differ, got {names}")
@@ -693,7 +853,10 @@ def metric_values(
     tag_encoding: Optional[str] = None,
     scale: float = 100.0,
 ) -> List[float]:
-    """Each run's metric on its full dev set (×`scale`), as the bootstrap computes it."""
+    """
+    Each run's metric on its full dev set (×`scale`), as the bootstrap computes it: on the full
+    sample it should equal the trainer's metric, which lets tests check the scorers.
+    """
     loaded = [as_predictions(item) for item in runs]
     check_same_examples(loaded)
     scorer = _scorer(metric, loaded, positive_label, tag_encoding)

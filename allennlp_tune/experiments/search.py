@@ -17,7 +17,7 @@ Trials run one after another in the worker process: AllenNLP's `train_model` wit
 ext vars, into `DIR/<study>/trial_<number>`, each with a `tune_run.json` (status "ok", "pruned"
 or "failed"; an "ok" trial is left with its archive but no checkpoints, a "pruned" one with no
 weights, see `tidy.py`). An "ok" trial also gets, as a tune-grid run, `archive_bytes` in its
-`cost.json` and its dev predictions, `dev_predictions.jsonl` (`grid.write_dev_predictions`, here
+`cost.json` and its dev predictions, `dev_predictions.jsonl` (`outputs.write_dev_predictions`, here
 in-process, where the trial trained). The objective is the trainer's `validation_metric` (its
 sign gives the direction), read as `best_validation_<metric>` from the trial's `metrics.json`.
 tune-search adds the `optuna_pruning` callback to the trainer, which reports the validation
@@ -36,6 +36,7 @@ When a worker finishes, the study's best trial (over all workers) is written to
 (`export TUNE_LR=...` lines: `source` it, then `allennlp train` or `allennlp tune-grid`).
 """
 
+import contextlib
 import gc
 import importlib.util
 import json
@@ -49,11 +50,11 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.grid import predict_in_process, record_run_outputs
+from allennlp_tune.experiments.outputs import predict_in_process, record_run_outputs, run_record
 from allennlp_tune.rundir import (
     FAILED,
     METRICS_NAME,
@@ -61,10 +62,8 @@ from allennlp_tune.rundir import (
     PRUNED,
     RUN_INFO_NAME,
     SEED_EXT_VAR,
-    config_stem,
     metric_of_config,
     move_aside,
-    parse_run_name,
     read_json,
     timestamp,
     write_json,
@@ -447,6 +446,226 @@ def write_best_params(
     return best_json, best_env
 
 
+def _check_arguments(params: Sequence[SearchParam], study_name: str) -> None:
+    if not params:
+        raise ConfigurationError("Give at least one --param to search over.")
+    if not study_name or "/" in study_name or study_name.startswith("."):
+        raise ConfigurationError(f"--study-name {study_name!r}: use a name without '/'.")
+
+
+def _storage_url(storage: Optional[str], results_dir: Path) -> str:
+    """The storage to use, checked: `sqlite:///DIR/optuna.db` when none is given."""
+    if storage is None:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        storage = f"sqlite:///{(results_dir / 'optuna.db').resolve()}"
+    storage = storage_with_driver(storage)
+    check_storage(storage)
+    return storage
+
+
+def _open_checked_study(
+    storage: str,
+    study_name: str,
+    config: Path,
+    metric: str,
+    higher_is_better: bool,
+    pruning: bool,
+    pruner: Any,
+    sampler: Any,
+    sampler_seed: Optional[int],
+) -> Any:
+    """
+    Creates the study or loads it, with the default pruner (a median pruner with `pruning`,
+    none without) unless `pruner`, and TPE seeded by `sampler_seed` plus the trials the study
+    already has. Refuses a study that was created for another direction or metric: its trials
+    would not compare with this config's.
+    """
+    import optuna
+
+    direction = "maximize" if higher_is_better else "minimize"
+    if pruner is None:
+        pruner = (
+            optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
+            if pruning
+            else optuna.pruners.NopPruner()
+        )
+    if sampler is not None and sampler_seed is not None:
+        raise ConfigurationError("Give a sampler or a sampler seed, not both.")
+    study = _open_study(storage, study_name, direction, sampler, pruner)
+    if sampler_seed is not None:
+        done = len(study.get_trials(deepcopy=False))
+        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + done)
+    if study.direction.name.lower() != direction:
+        raise ConfigurationError(
+            f"Study {study_name!r} in {_public_url(storage)} was created to "
+            f"{study.direction.name.lower()}, but {config}'s validation_metric asks to "
+            f"{direction}: use another --study-name."
+        )
+    recorded_metric = study.user_attrs.get("metric")
+    if recorded_metric is None:
+        study.set_user_attr("metric", metric)
+        study.set_user_attr("config", str(config))
+    elif recorded_metric != metric:
+        raise ConfigurationError(
+            f"Study {study_name!r} optimises {recorded_metric!r}, but {config}'s "
+            f"validation_metric is {metric!r}: use another --study-name."
+        )
+    return study
+
+
+@dataclass
+class _Trials:
+    """
+    The objective Optuna calls once per trial of this worker: trains the trial in this process
+    into `study_dir/trial_<number>` with the searched values as ext vars, writes its
+    `tune_run.json` (status "ok", "pruned" or "failed") and returns its metric. `numbers` holds
+    the trials this worker ran, which the study's storage does not tell apart from others'.
+    """
+
+    config: Path
+    params: Sequence[SearchParam]
+    fixed: Dict[str, str]
+    overrides: Optional[str]
+    study_name: str
+    study_dir: Path
+    seed: int
+    metric: str
+    higher_is_better: bool
+    keep_checkpoints: bool
+    worker: str
+    numbers: List[int] = field(default_factory=list)
+
+    def __call__(self, trial: Any) -> float:
+        import optuna
+
+        self.numbers.append(trial.number)
+        searched = {param.name: param.suggest(trial) for param in self.params}
+        run_ext_vars = {**self.fixed, **searched}
+        run_dir = self.study_dir / f"trial_{trial.number}"
+        if run_dir.exists():  # left by a study of the same name that was deleted
+            aside = move_aside(run_dir, "incomplete")
+            if not self.keep_checkpoints:
+                tidy_run_dir(aside, drop_weights=True)
+        trial.set_user_attr("ext_vars", searched)
+        trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        trial.set_user_attr("worker", self.worker)
+        info = run_record(
+            "tune-search",
+            self.config,
+            self.seed,
+            run_ext_vars,
+            variant=f"{self.study_name}/trial_{trial.number}",
+            study_name=self.study_name,
+            trial=trial.number,
+            worker=self.worker,
+            metric=("+" if self.higher_is_better else "-") + self.metric,
+            log="out.log",
+        )
+        try:
+            value = self._train(trial, run_dir, run_ext_vars)
+            info["status"] = OK
+            return value
+        except optuna.TrialPruned as pruned:
+            info.update(status=PRUNED, error=str(pruned))
+            raise
+        except Exception as error:
+            info.update(status=FAILED, error=f"{type(error).__name__}: {error}")
+            raise
+        finally:
+            # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
+            if "status" in info:
+                self._finish(run_dir, info)
+
+    def _train(self, trial: Any, run_dir: Path, run_ext_vars: Dict[str, str]) -> float:
+        """Trains the trial, reporting each epoch to it; its `best_validation_<metric>`."""
+        with reporting_to(trial, self.metric):
+            _train_trial(self.config, run_dir, run_ext_vars, self.overrides)
+        metrics = read_json(run_dir / METRICS_NAME) or {}
+        value = metrics.get(f"best_validation_{self.metric}")
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(
+                f"{run_dir / METRICS_NAME} has no finite best_validation_{self.metric} ({value!r})"
+            )
+        return float(value)
+
+    def _finish(self, run_dir: Path, info: Dict[str, Any]) -> None:
+        """
+        As tune-grid does for a run: an "ok" trial gets its archive size and dev predictions
+        (in this process, as the trial trained, on its device); an "ok" or "pruned" one is
+        tidied unless `keep_checkpoints`. Then its `tune_run.json`.
+        """
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if info["status"] == OK:
+            info.update(record_run_outputs(run_dir, dict(os.environ), predict_in_process))
+            _release_gpu_memory()
+        if info["status"] in (OK, PRUNED) and not self.keep_checkpoints:
+            info["tidied"] = tidy_run_dir(run_dir, drop_weights=info["status"] == PRUNED)
+        info["finished"] = timestamp()
+        write_json(run_dir / RUN_INFO_NAME, info)
+
+
+@contextlib.contextmanager
+def _worker_feature_cache(
+    study_dir: Path, worker: str, fixed: Dict[str, str], keep_checkpoints: bool
+) -> Iterator[None]:
+    """
+    While inside, `TUNE_FEATURE_CACHE_DIR` in this process's environment names the cache of
+    frozen-encoder features this worker's trials share (keyed by content, so safe):
+    `study_dir/.feature_cache-<worker>`, unless the user chose one (environment or `--ext-var`).
+    The trials train in this process and the feature cache reads its directory from the
+    environment, so a `--ext-var` must reach the environment, as tune-grid's ext vars do.
+    Afterwards the previous value is restored and the worker's own cache removed, unless
+    `keep_checkpoints`.
+    """
+    from allennlp_tune.modules.feature_cache import CACHE_DIR_ENV, user_cache_directory
+
+    own_cache = user_cache_directory(fixed)
+    shared_cache = study_dir / f".feature_cache-{worker.replace(':', '-')}"
+    previous = os.environ.get(CACHE_DIR_ENV)
+    os.environ[CACHE_DIR_ENV] = own_cache or str(shared_cache.resolve())
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[CACHE_DIR_ENV]
+        else:
+            os.environ[CACHE_DIR_ENV] = previous
+        if not own_cache and shared_cache.is_dir() and not keep_checkpoints:
+            shutil.rmtree(shared_cache)
+
+
+def _search_result(
+    study: Any,
+    mine: Sequence[int],
+    study_dir: Path,
+    storage: str,
+    config: Path,
+    metric: str,
+    fixed: Dict[str, str],
+    seed: int,
+) -> SearchResult:
+    """The states of this worker's trials and the study's best, written as
+    `best_params.json` and `.env`; a `ConfigurationError` when no trial has completed."""
+    import optuna
+
+    states: Dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in mine:
+            states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
+    result = SearchResult(study=study, trial_states=states)
+    if not any(
+        t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)
+    ):
+        raise ConfigurationError(
+            f"No trial of study {study.study_name!r} has completed (this worker: {states}); "
+            f"see the logs in {study_dir}/trial_*/out.log."
+        )
+    result.best_json, result.best_env = write_best_params(
+        study, study_dir, storage, config, metric, dict(fixed), seed
+    )
+    return result
+
+
 def run_search(
     config: Path,
     params: Sequence[SearchParam],
@@ -479,156 +698,46 @@ def run_search(
     `TUNE_FEATURE_CACHE_DIR` is set in the environment or `ext_vars`; it is removed when the
     worker stops (kept with `keep_checkpoints`).
     """
-    import optuna
-
-    from allennlp_tune.modules.feature_cache import (
-        CACHE_DIR_ENV,
-        user_cache_directory,
-    )
-
     config = Path(config)
     results_dir = Path(results_dir)
-    if not params:
-        raise ConfigurationError("Give at least one --param to search over.")
-    if not study_name or "/" in study_name or study_name.startswith("."):
-        raise ConfigurationError(f"--study-name {study_name!r}: use a name without '/'.")
-    if storage is None:
-        results_dir.mkdir(parents=True, exist_ok=True)
-        storage = f"sqlite:///{(results_dir / 'optuna.db').resolve()}"
-    storage = storage_with_driver(storage)
-    check_storage(storage)
+    _check_arguments(params, study_name)
+    storage = _storage_url(storage, results_dir)
     fixed = dict(ext_vars or {})
     fixed[SEED_EXT_VAR] = str(seed)
     metric, higher_is_better = check_config(config, params, fixed, overrides)
-    direction = "maximize" if higher_is_better else "minimize"
-    if pruner is None:
-        pruner = (
-            optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
-            if pruning
-            else optuna.pruners.NopPruner()
-        )
-    if sampler is not None and sampler_seed is not None:
-        raise ConfigurationError("Give a sampler or a sampler seed, not both.")
-    study = _open_study(storage, study_name, direction, sampler, pruner)
-    if sampler_seed is not None:
-        done = len(study.get_trials(deepcopy=False))
-        study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + done)
-    if study.direction.name.lower() != direction:
-        raise ConfigurationError(
-            f"Study {study_name!r} in {_public_url(storage)} was created to "
-            f"{study.direction.name.lower()}, but {config}'s validation_metric asks to "
-            f"{direction}: use another --study-name."
-        )
-    recorded_metric = study.user_attrs.get("metric")
-    if recorded_metric is None:
-        study.set_user_attr("metric", metric)
-        study.set_user_attr("config", str(config))
-    elif recorded_metric != metric:
-        raise ConfigurationError(
-            f"Study {study_name!r} optimises {recorded_metric!r}, but {config}'s "
-            f"validation_metric is {metric!r}: use another --study-name."
-        )
+    study = _open_checked_study(
+        storage,
+        study_name,
+        config,
+        metric,
+        higher_is_better,
+        pruning,
+        pruner,
+        sampler,
+        sampler_seed,
+    )
     if enqueue:
         enqueue_settings(study, enqueue)
 
     study_dir = results_dir / study_name
     study_dir.mkdir(parents=True, exist_ok=True)
-    name, _ = parse_run_name(config_stem(config))
     worker = f"{socket.gethostname()}:{os.getpid()}"
-    my_trials: List[int] = []
-
-    def objective(trial: Any) -> float:
-        my_trials.append(trial.number)
-        searched = {param.name: param.suggest(trial) for param in params}
-        run_ext_vars = {**fixed, **searched}
-        run_dir = study_dir / f"trial_{trial.number}"
-        if run_dir.exists():  # left by a study of the same name that was deleted
-            aside = move_aside(run_dir, "incomplete")
-            if not keep_checkpoints:
-                tidy_run_dir(aside, drop_weights=True)
-        trial.set_user_attr("ext_vars", searched)
-        trial.set_user_attr("run_dir", str(run_dir.resolve()))
-        trial.set_user_attr("worker", worker)
-        info = {
-            "tool": "tune-search",
-            "config": str(config.resolve()),
-            "study_name": study_name,
-            "trial": trial.number,
-            "task": name.task if name else None,
-            "encoder": name.encoder if name else None,
-            "mode": name.mode if name else None,
-            "variant": f"{study_name}/trial_{trial.number}",
-            "seed": seed,
-            "ext_vars": run_ext_vars,
-            "worker": worker,
-            "metric": ("+" if higher_is_better else "-") + metric,
-            "log": "out.log",
-            "started": timestamp(),
-        }
-        try:
-            with reporting_to(trial, metric):
-                _train_trial(config, run_dir, run_ext_vars, overrides)
-            metrics = read_json(run_dir / METRICS_NAME) or {}
-            value = metrics.get(f"best_validation_{metric}")
-            if not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(
-                    f"{run_dir / METRICS_NAME} has no finite best_validation_{metric} ({value!r})"
-                )
-            info["status"] = OK
-            return float(value)
-        except optuna.TrialPruned as pruned:
-            info.update(status=PRUNED, error=str(pruned))
-            raise
-        except Exception as error:
-            info.update(status=FAILED, error=f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
-            if "status" in info:
-                run_dir.mkdir(parents=True, exist_ok=True)
-                if info["status"] == OK:
-                    # As tune-grid: archive size into cost.json, dev predictions (in-process,
-                    # as the trial trained, on its device).
-                    info.update(record_run_outputs(run_dir, dict(os.environ), predict_in_process))
-                    _release_gpu_memory()
-                if info["status"] in (OK, PRUNED) and not keep_checkpoints:
-                    info["tidied"] = tidy_run_dir(run_dir, drop_weights=info["status"] == PRUNED)
-                info["finished"] = timestamp()
-                write_json(run_dir / RUN_INFO_NAME, info)
-
-    # This worker's trials share one cache of frozen-encoder features (keyed by content, so
-    # safe), unless the user chose one (environment or --ext-var, which trains in this process
-    # and so must reach the environment, as tune-grid's ext vars do); ours goes when it stops.
-    own_cache = user_cache_directory(fixed)
-    shared_cache = study_dir / f".feature_cache-{worker.replace(':', '-')}"
-    previous = os.environ.get(CACHE_DIR_ENV)
-    os.environ[CACHE_DIR_ENV] = own_cache or str(shared_cache.resolve())
-    try:
-        study.optimize(objective, n_trials=trials, catch=(Exception,))
-    finally:
-        if previous is None:
-            del os.environ[CACHE_DIR_ENV]
-        else:
-            os.environ[CACHE_DIR_ENV] = previous
-        if not own_cache and shared_cache.is_dir() and not keep_checkpoints:
-            shutil.rmtree(shared_cache)
-
-    states: Dict[str, int] = {}
-    for trial in study.get_trials(deepcopy=False):
-        if trial.number in my_trials:
-            states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
-    result = SearchResult(study=study, trial_states=states)
-    if not any(
-        t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)
-    ):
-        raise ConfigurationError(
-            f"No trial of study {study_name!r} has completed (this worker: {states}); "
-            f"see the logs in {study_dir}/trial_*/out.log."
-        )
-    result.best_json, result.best_env = write_best_params(
-        study, study_dir, storage, config, metric, dict(fixed), seed
+    objective = _Trials(
+        config,
+        params,
+        fixed,
+        overrides,
+        study_name,
+        study_dir,
+        seed,
+        metric,
+        higher_is_better,
+        keep_checkpoints,
+        worker,
     )
-    return result
+    with _worker_feature_cache(study_dir, worker, fixed, keep_checkpoints):
+        study.optimize(objective, n_trials=trials, catch=(Exception,))
+    return _search_result(study, objective.numbers, study_dir, storage, config, metric, fixed, seed)
 
 
 def describe(result: SearchResult) -> str:

@@ -2,7 +2,7 @@
 Seeds in rounds: train the modes of a comparison a few seeds at a time, and stop a mode's seeds
 as soon as every verdict it takes part in is known (`tune-compare --sequential`).
 
-The procedure is `allennlp_tune.results.sequential`'s group-sequential paired comparison (looks
+The procedure is `allennlp_tune.reporting.sequential`'s group-sequential paired comparison (looks
 after `plan.looks` seeds per mode, e.g. 3, 5, 7; alpha spending keeps the chance of a wrong
 "better" verdict over all looks at `plan.alpha`), applied to the pairs the report compares
 (`report.row_pairs`: each mode against fe, the others against ft, lora against bitfit):
@@ -38,10 +38,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.results.grid import GridResult, run_grid
-from allennlp_tune.results.paired import metric_kind, read_predictions
-from allennlp_tune.results.report import SEQUENTIAL_NAME, bootstrap_options, row_pairs
-from allennlp_tune.results.sequential import Look, SequentialComparison, SequentialPlan
+from allennlp_tune.experiments.grid import GridResult, run_grid
+from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
+from allennlp_tune.reporting.paired import metric_kind, read_predictions
+from allennlp_tune.reporting.sequential import Look, SequentialComparison, SequentialPlan
 from allennlp_tune.rundir import (
     PREDICTIONS_NAME,
     Run,
@@ -50,6 +50,7 @@ from allennlp_tune.rundir import (
     parse_run_name,
     write_json,
 )
+from allennlp_tune.rundir.names import SEQUENTIAL_NAME
 
 Pair = Tuple[str, str]
 # train(modes, seeds) -> what the grid did; `run_sequential` trains with `run_grid`.

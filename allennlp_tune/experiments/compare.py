@@ -18,12 +18,12 @@ adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is re
    not read, a reader parameter the reader does not take, a metric the kind's models do not
    report (or whose sign keeps the worst epoch), a `num_labels` the labels disagree with, a data
    path that is no regular file, and a symbolic link out of the task file's folder (unless
-   `allow_outside_links: true`) are refused here (`allennlp_tune.results.task_checks`);
+   `allow_outside_links: true`) are refused here (`allennlp_tune.experiments.task_checks`);
 2. picks the encoder: `elmo` is the ELMo encoder (`TUNE_ELMO_OPTIONS` / `TUNE_ELMO_WEIGHTS`
    from the environment or `--ext-var`); anything else is a transformers model name or folder,
    passed as `TUNE_BERT_MODEL` to the BERT-family encoder; a name that is no folder must be in
    the Hugging Face cache or, unless offline, found by one short request to the Hub
-   (`allennlp_tune.results.encoder_check`). Its label in run names is
+   (`allennlp_tune.experiments.encoder_check`). Its label in run names is
    `encoder_label`, else a lowercase alphanumeric slug of the name's last part
    (`models/all-MiniLM-L6-v2` -> `allminilml6v2`);
 3. writes one small Jsonnet file per mode, `RESULTS_DIR/configs/<task>_<label>_<mode>.jsonnet`,
@@ -32,7 +32,7 @@ adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is re
 4. trains them x seeds with tune-grid's `run_grid` (resumable: complete runs are skipped; each
    run's rendered config is AllenNLP's `config.json` in its run directory), after its planner
    has printed each cell's expected cache size, RAM and time per epoch and refused a cell whose
-   feature cache would not fit its budget (`allennlp_tune.results.plan`).
+   feature cache would not fit its budget (`allennlp_tune.planning.plan`).
 
 The command prints the report of RESULTS_DIR at the end (`allennlp tune-report`).
 """
@@ -44,17 +44,15 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
-from allennlp_tune.results.encoder_check import check_encoder_available
-from allennlp_tune.results.grid import GridResult, check_results_dir, run_grid
-from allennlp_tune.results.rounds import run_sequential
-from allennlp_tune.results.sequential import SequentialPlan
-from allennlp_tune.results.task_checks import (
+from allennlp_tune.experiments.configs import check_results_dir
+from allennlp_tune.experiments.encoder_check import check_encoder_available
+from allennlp_tune.experiments.grid import GridResult, run_grid
+from allennlp_tune.experiments.task_checks import (
     MAX_NAME_LENGTH,
     check_data_path,
     check_keys,
@@ -63,7 +61,11 @@ from allennlp_tune.results.task_checks import (
     check_num_labels,
     check_reader,
 )
-from allennlp_tune.rundir import MODES, RunName, parse_run_name
+from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
+from allennlp_tune.rundir import RUN_MODES, RunName, parse_run_name
+
+if TYPE_CHECKING:
+    from allennlp_tune.reporting.sequential import SequentialPlan
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +95,7 @@ ENCODER_LABEL = re.compile(r"^[a-z0-9]+$")
 ELMO = "elmo"
 # What `--modes` accepts (every mode a run name reads back, in the report's order), and its
 # default (the paper's three).
-COMPARE_MODES = MODES
+COMPARE_MODES = RUN_MODES
 DEFAULT_MODES = ("fe", "ft", "sf")
 # Modes of `cell()` that adapt transformer layers, which ELMo has none of.
 TRANSFORMER_ONLY_MODES = ("lora",)
@@ -327,7 +329,7 @@ def resolve_encoder(
     """
     `elmo`, or a transformers name or folder (`TUNE_BERT_MODEL`); see the module docstring. A
     name that is no folder must be in the Hugging Face cache or on the Hub, which is asked once,
-    briefly (`allennlp_tune.results.encoder_check`), so that it fails before any training.
+    briefly (`allennlp_tune.experiments.encoder_check`), so that it fails before any training.
     """
     ext_vars = ext_vars or {}
     given = label is not None
@@ -487,7 +489,7 @@ def run_compare(
     overrides: Optional[str] = None,
     encoder_label: Optional[str] = None,
     cuda_device: Optional[int] = None,
-    sequential: Optional[SequentialPlan] = None,
+    sequential: Optional["SequentialPlan"] = None,
     margin: Optional[float] = None,
     **grid_options: Any,
 ) -> GridResult:
@@ -498,7 +500,7 @@ def run_compare(
     training; `plan_only` writes the configs and stops after the plan), `retrain_changed` (for
     complete runs that no longer match the command), and its seams `runner` and `predict`.
 
-    With a `sequential` plan the seeds are added in rounds (`allennlp_tune.results.rounds`):
+    With a `sequential` plan the seeds are added in rounds (`allennlp_tune.experiments.rounds`):
     `seeds` is their order (at least the plan's cap), each mode stops once every pair it is in
     has its verdict, and `margin` (points) gives the equivalence verdict.
     """
@@ -520,7 +522,11 @@ def run_compare(
     configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
     if sequential is not None and not grid_options.get("plan_only"):
         written = dict(zip(dict.fromkeys(modes), configs))
-        by_mode = {mode: written[mode] for mode in MODES if mode in written}  # report's order
+        by_mode = {mode: written[mode] for mode in RUN_MODES if mode in written}  # report's order
+        # Lazy: importing allennlp_tune (every `allennlp` command) imports this module, and the
+        # rounds bring the reporting room.
+        from allennlp_tune.experiments.rounds import run_sequential
+
         rounds = run_sequential(
             by_mode,
             seeds,

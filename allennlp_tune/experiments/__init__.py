@@ -1,5 +1,13 @@
 """
-Results as a product: `tune-report`, resumable `tune-grid` and Optuna `tune-search`.
+Experiments: what starts `allennlp train` processes and watches them. `grid` (configs x seeds,
+resumable, fingerprinted runs), `compare` (tune-compare: modes x seeds on one task, with
+`rounds` for seeds in rounds), `search` (Optuna trials), and the checks they make before a
+run starts (`fingerprint`, `changed`, `task_checks`, `encoder_check`). Their parts, by job:
+`configs` (configs x seeds and `--ext-var` parsing), `process` (the training subprocess and
+its signals), `lock` (one writer per results directory), `progress` (the progress bar's epoch
+and dev metric) and `outputs` (what a finished run leaves: archive size, dev predictions, the
+run record grid and search both write). They read the plan from `allennlp_tune.planning` and
+hand finished runs to `allennlp_tune.reporting`.
 
 Conventions these rely on (every config in `training_config/` follows them):
 
@@ -13,18 +21,4 @@ Conventions these rely on (every config in `training_config/` follows them):
   tune-grid and tune-search set them in the environment of the training they start.
 - The trainer's `validation_metric` ("+accuracy", "+pearson", "+f1-measure-overall") is the
   primary metric; `metrics.json` holds `best_validation_<name>`.
-
-Modules: `report` (Table 2 in Markdown, HTML,
-PNG), `grid` (configs x seeds), `search` (Optuna),
-`cli` (the subcommands' arguments).
 """
-
-from allennlp_tune.results.report import build_report, render_markdown, report_from_dirs
-from allennlp_tune.rundir import load_runs
-
-__all__ = [
-    "build_report",
-    "load_runs",
-    "render_markdown",
-    "report_from_dirs",
-]

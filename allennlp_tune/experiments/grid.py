@@ -1,0 +1,488 @@
+"""
+tune-grid: train configs x seeds into one results directory, resumably.
+
+Every run is `allennlp train CONFIG -s DIR/<config_stem>/seed_<k> --include-package
+allennlp_tune` in a subprocess whose environment is
+tune-grid's own plus `TUNE_SEED=<k>` and each `--ext-var KEY=VALUE` (AllenNLP reads environment
+variables as Jsonnet ext vars; `allennlp train` has no flag for them). So `source
+best_params.env` before tune-grid passes tune-search's best hyperparameters on. Runs go seed by
+seed (every config with seed 1 first), so an interrupted grid already has one seed of every
+cell. The progress bar (stderr) shows the runs done out of all, the run in progress and, once
+it has finished an epoch, its epoch and that epoch's dev metric (`epoch_status`).
+
+Before anything is written, the planner (`allennlp_tune.planning.plan`) prints, for every config
+with a run to do, its train split's instances and wordpieces, the expected feature cache size
+(fe cells with a cache), peak RAM and time per epoch, and refuses the grid when a cell's cache
+would not fit its disk budget, naming the setting to change (`plan=False`: no planner;
+`plan_only`: print the plan and train nothing).
+
+Resuming, after a crash, a kill or Ctrl-C:
+
+- a *complete* run (`metrics.json` and `tune_run.json` with status "ok") is skipped, also
+  when its `model.tar.gz` was deleted to free disk (the grid says so once per run: delete the
+  run's folder to train it again);
+- a *partial* run directory (no `tune_run.json`: the run that was in progress) is renamed to
+  `seed_<k>.incomplete-<timestamp>` together with the log of that attempt, and the run starts
+  again. Nothing is deleted and `--force` is never used, so a directory a user made by hand is
+  never lost; the report ignores these renamed attempts;
+- a *failed* run is renamed to `seed_<k>.failed-<timestamp>` and retried, unless `keep_failed`.
+
+An attempt moved aside keeps its logs and loses its checkpoints, `best.th` and own feature
+cache (`tidy.tidy_run_dir`), unless `keep_checkpoints`: an interrupted fine-tuning run otherwise
+leaves hundreds of MB behind that nothing ever reads.
+
+A complete run is reused only while it is the run the command would train now
+(`allennlp_tune.experiments.fingerprint`, `changed`): its `config.json` equals the config
+rendered now (every ext var and override), every local file or folder the config names (data,
+label files, the encoder) has the content it had, and the packages that compute the result have
+the versions they had. Before anything is trained, a complete run that differs refuses the whole
+grid with what changed, per run (`TUNE_LR (unset) -> 1e-3`, `dev.csv changed`), unless
+`retrain_changed`: then those runs are moved aside to `seed_<k>.changed-<timestamp>` (all their
+files kept) and trained again. Every run records its fingerprint in `tune_run.json`
+(`fingerprint`).
+
+The runs of a grid share one cache of frozen-encoder features, `DIR/.feature_cache`
+(`TUNE_FEATURE_CACHE_DIR` in their environment; entries are keyed by encoder weights, layers and
+input ids, so sharing is safe): the fe and sf runs of one task and encoder compute the features
+once instead of once per seed. A `TUNE_FEATURE_CACHE_DIR` of your own (environment or
+`--ext-var`) wins. The cache is deleted when the grid has gone through every run, unless
+`keep_checkpoints`; an interrupted grid keeps it for the rerun.
+
+A run that succeeded leaves what it cost and what it predicted (`outputs`): `archive_bytes` in
+its `cost.json` and `dev_predictions.jsonl`, the archived model's predictions on the validation
+data (written in a subprocess, log `tune_predict.log`). A prediction that fails is noted in
+`tune_run.json` (`predictions_error`) and on the terminal; the run still counts as complete.
+
+A run that succeeded is tidied (`tidy.tidy_run_dir`, unless `keep_checkpoints`): its epoch
+checkpoints, `best.th` and its own `feature_cache/` are deleted, as `model.tar.gz` has the
+weights; `tune_run.json` lists what went and how many MB it freed. A failed run keeps everything.
+
+A run that fails (non-zero exit, or no archive or metrics) is recorded as failed in its
+`tune_run.json` with its exit code, the last line of its log and the log's path
+(`tune_train.log` in the run directory), and the grid goes on. While a run is in progress its
+log is `DIR/<config_stem>/seed_<k>.log`.
+
+One writer per results directory: the grid holds a lock on `DIR/.tune_grid.lock` that its
+training children inherit (`lock`), and Ctrl-C, SIGTERM or the grid's death stop the training
+child (`process`). And since every grid run starts fresh, its trainer refuses to restore any
+checkpoint it finds when it starts (it has written none yet: a checkpoint there came from
+another process; `refuse_foreign_checkpoints`, which the plugin applies in a process started
+with `TUNE_GRID_FRESH_RUN=1`).
+
+The grid's other modules, by job: `configs` (what it is given), `process` (the training
+subprocess and its signals), `lock`, `progress` (the bar's epoch and dev metric), `outputs`
+(archive size, dev predictions, the run record) and `changed` (complete runs that no longer
+match the command).
+"""
+
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.experiments.changed import changed_runs_message, find_changed_runs
+from allennlp_tune.experiments.configs import check_results_dir
+from allennlp_tune.experiments.fingerprint import FINGERPRINT_KEY, fingerprint
+from allennlp_tune.experiments.lock import LOCK_FD_ENV, ResultsDirLock
+from allennlp_tune.experiments.outputs import (
+    PREDICT_LOG_NAME,
+    Predictor,
+    predict_subprocess,
+    record_run_outputs,
+    run_record,
+)
+from allennlp_tune.experiments.process import (
+    Runner,
+    SigtermAsInterrupt,
+    last_line,
+    train_command,
+    train_subprocess,
+)
+from allennlp_tune.experiments.progress import EpochProgress
+from allennlp_tune.rundir import (
+    ARCHIVE_NAME,
+    CONFIG_NAME,
+    FAILED,
+    METRICS_NAME,
+    OK,
+    RUN_INFO_NAME,
+    RUN_LOG_NAME,
+    SEED_EXT_VAR,
+    config_stem,
+    is_complete,
+    move_aside,
+    read_json,
+    timestamp,
+    write_json,
+)
+from allennlp_tune.rundir.tidy import tidy_run_dir
+from allennlp_tune.training.fresh_run import FRESH_RUN_ENV
+
+SHARED_CACHE_NAME = ".feature_cache"
+
+
+@dataclass
+class GridResult:
+    """What a grid did: run directories it trained, skipped (complete) and that failed."""
+
+    trained: List[Path] = field(default_factory=list)
+    skipped: List[Path] = field(default_factory=list)
+    failed: List[Path] = field(default_factory=list)
+    moved_aside: List[Path] = field(default_factory=list)
+    # Complete runs that no longer matched the command, moved aside and trained again.
+    retrained: List[Path] = field(default_factory=list)
+
+
+def _before_training(
+    configs: Sequence[Path],
+    seeds: Sequence[int],
+    results_dir: Path,
+    ext_vars: Optional[Dict[str, str]],
+    overrides: Optional[str],
+    shared_cache: Optional[Path],
+    retrain_changed: bool,
+    plan: bool,
+    plan_only: bool,
+    tool: str,
+) -> Set[Path]:
+    """
+    The checks before anything is written. Returns the complete runs that no longer match the
+    command (`changed.find_changed_runs`), to be moved aside and trained again; raises a
+    `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
+    could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
+    planner's table (`_plan_before_training`).
+    """
+    changed, unverified = find_changed_runs(
+        configs, seeds, results_dir, ext_vars, overrides, shared_cache
+    )
+    if changed and not retrain_changed:
+        raise ConfigurationError(changed_runs_message(changed, results_dir))
+    if unverified:
+        print(
+            f"{tool}: {len(unverified)} complete run(s) predate run fingerprints: their config "
+            "matches this command, their data and encoder files could not be checked.",
+            file=sys.stderr,
+        )
+    retrain = {run.run_dir for run in changed}
+    if plan or plan_only:
+        _plan_before_training(
+            configs,
+            seeds,
+            results_dir,
+            ext_vars,
+            overrides,
+            shared_cache,
+            plan_only,
+            tool,
+            retrain,
+        )
+    return retrain
+
+
+def _plan_before_training(
+    configs: Sequence[Path],
+    seeds: Sequence[int],
+    results_dir: Path,
+    ext_vars: Optional[Dict[str, str]],
+    overrides: Optional[str],
+    shared_cache: Optional[Path],
+    plan_only: bool,
+    tool: str,
+    retrain: Iterable[Path] = (),
+) -> None:
+    """The planner's table for the configs with a run to do (`retrain`: complete runs that will
+    train again); raises when a cache won't fit."""
+    from allennlp_tune.modules.feature_cache import user_cache_directory
+    from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems
+    from allennlp_tune.planning.render import print_plan
+
+    retrain = set(retrain)
+    plans = []
+    for config in configs:
+        pending = [
+            seed
+            for seed in seeds
+            if not is_complete(results_dir / config_stem(config) / f"seed_{seed}")
+            or results_dir / config_stem(config) / f"seed_{seed}" in retrain
+        ]
+        if not pending:
+            continue
+        run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(pending[0])}
+        cache_directory = shared_cache or user_cache_directory(ext_vars)
+        plans.append(
+            plan_cell(
+                config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
+            )
+        )
+    if not plans:
+        return
+    stream = sys.stdout if plan_only else sys.stderr
+    stream.write(f"{tool}: plan of the {len(plans)} cell(s) with runs to do\n")
+    print_plan(plans, stream)
+    message = budget_failures(plans)
+    if message:
+        raise ConfigurationError(f"nothing was trained: {message}")
+    problems = plan_problems(plans)
+    if plan_only and problems:
+        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+
+
+def _shared_cache(results_dir: Path, ext_vars: Optional[Dict[str, str]]) -> Optional[Path]:
+    """`DIR/.feature_cache`, the grid's shared feature cache, unless the user chose a cache
+    directory (environment or `--ext-var`), which then wins."""
+    from allennlp_tune.modules.feature_cache import user_cache_directory
+
+    if user_cache_directory(ext_vars) is None:
+        return (results_dir / SHARED_CACHE_NAME).resolve()
+    return None
+
+
+@dataclass
+class _Grid:
+    """
+    What every run of one grid shares: where it writes, what its training children get, what
+    it keeps, and the `GridResult` its runs add to. `run` takes one config and seed from a
+    folder as the last attempt left it to a finished run with its `tune_run.json`.
+    """
+
+    results_dir: Path
+    ext_vars: Optional[Dict[str, str]]
+    overrides: Optional[str]
+    keep_failed: bool
+    keep_checkpoints: bool
+    runner: Runner
+    predict: Optional[Predictor]
+    progress: bool
+    tool: str
+    shared_cache: Optional[Path]
+    retrain: Set[Path]
+    result: GridResult = field(default_factory=GridResult)
+
+    def run(self, config: Path, seed: int, bar: Any, lock_fd: int) -> None:
+        """Trains `config` with `seed` unless its run is kept; moves a previous attempt aside."""
+        stem = config_stem(config)
+        run_dir = self.results_dir / stem / f"seed_{seed}"
+        pending_log = run_dir.with_name(f"seed_{seed}.log")
+        bar.set_postfix_str(f"{stem} seed {seed}")
+        if self._kept(run_dir, pending_log, bar):
+            bar.update()
+            return
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+
+        run_ext_vars = {**(self.ext_vars or {}), SEED_EXT_VAR: str(seed)}
+        environment = self._environment(run_ext_vars, lock_fd)
+        command = train_command(config, run_dir, self.overrides)
+        info = run_record(
+            self.tool,
+            config,
+            seed,
+            run_ext_vars,
+            config_stem=stem,
+            overrides=self.overrides,
+            command=command,
+        )
+        started = time.monotonic()
+        # KeyboardInterrupt leaves run_dir without tune_run.json: partial, rerun next time.
+        with EpochProgress(bar, f"{stem} seed {seed}", run_dir, enabled=self.progress):
+            returncode = self.runner(command, environment, pending_log)
+
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if pending_log.exists():
+            os.replace(pending_log, run_dir / RUN_LOG_NAME)
+        produced = (run_dir / ARCHIVE_NAME).is_file() and (run_dir / METRICS_NAME).is_file()
+        info.update(
+            returncode=returncode,
+            finished=timestamp(),
+            duration_s=round(time.monotonic() - started, 1),
+            log=RUN_LOG_NAME,
+            status=OK if returncode == 0 and produced else FAILED,
+        )
+        label = f"{stem} seed {seed}"
+        if info["status"] == FAILED:
+            self._failed(run_dir, info, label, bar)
+        else:
+            self._succeeded(run_dir, info, environment, label, bar)
+        write_json(run_dir / RUN_INFO_NAME, info)
+        bar.update()
+
+    def _kept(self, run_dir: Path, pending_log: Path, bar: Any) -> bool:
+        """
+        Whether `run_dir` stays as it is: a complete run that still matches the command, or a
+        failed one with `keep_failed`. Otherwise what is there (a changed run, a partial or
+        failed attempt) is moved aside, and the run is to be trained.
+        """
+        if run_dir in self.retrain:
+            aside = move_aside(run_dir, "changed")
+            self.result.moved_aside.append(aside)
+            self.result.retrained.append(run_dir)
+            bar.write(f"{self.tool}: moved the changed {run_dir} aside to {aside.name}")
+        elif is_complete(run_dir):
+            if not (run_dir / ARCHIVE_NAME).is_file():
+                bar.write(
+                    f"{self.tool}: {run_dir} finished earlier but has no {ARCHIVE_NAME} any "
+                    "more; kept as it is (delete that folder to train it again)"
+                )
+            self.result.skipped.append(run_dir)
+            return True
+        if run_dir.exists():
+            previous = read_json(run_dir / RUN_INFO_NAME) or {}
+            if previous.get("status") == FAILED and self.keep_failed:
+                self.result.skipped.append(run_dir)
+                self.result.failed.append(run_dir)
+                return True
+            reason = "failed" if previous.get("status") == FAILED else "incomplete"
+            self._move_unfinished_aside(run_dir, reason, pending_log, bar)
+        return False
+
+    def _move_unfinished_aside(
+        self, run_dir: Path, reason: str, pending_log: Path, bar: Any
+    ) -> None:
+        """Renames the attempt with the log it left; drops its checkpoints unless kept."""
+        aside = move_aside(run_dir, reason)
+        if pending_log.exists() and not (aside / RUN_LOG_NAME).exists():
+            os.replace(pending_log, aside / RUN_LOG_NAME)
+        self.result.moved_aside.append(aside)
+        freed = ""
+        if not self.keep_checkpoints:
+            tidied = tidy_run_dir(aside, drop_weights=True)
+            if tidied["removed"]:
+                freed = f" (its checkpoints deleted, {tidied['freed_mb']} MB)"
+        bar.write(f"{self.tool}: moved the unfinished {run_dir} aside to {aside.name}{freed}")
+
+    def _environment(self, run_ext_vars: Dict[str, str], lock_fd: int) -> Dict[str, str]:
+        """
+        The training child's environment: this process's, the run's ext vars (AllenNLP reads
+        environment variables as ext vars), the shared feature cache, the inherited lock and
+        the mark of a fresh run.
+        """
+        from allennlp_tune.modules.feature_cache import CACHE_DIR_ENV
+
+        environment = dict(os.environ)
+        environment.update(run_ext_vars)
+        if self.shared_cache is not None:
+            environment[CACHE_DIR_ENV] = str(self.shared_cache)
+        environment[LOCK_FD_ENV] = str(lock_fd)
+        environment[FRESH_RUN_ENV] = "1"
+        return environment
+
+    def _failed(self, run_dir: Path, info: Dict[str, Any], label: str, bar: Any) -> None:
+        """Records why the run failed (exit code, the log's last error line) and says so."""
+        returncode = info["returncode"]
+        reason = (
+            f"exit code {returncode}"
+            if returncode != 0
+            else "exit code 0 but no model.tar.gz or metrics.json"
+        )
+        last = last_line(run_dir / RUN_LOG_NAME)
+        info["error"] = f"{reason}: {last}" if last else reason
+        self.result.failed.append(run_dir)
+        bar.write(f"{self.tool}: {label} failed ({info['error']}); log: {run_dir / RUN_LOG_NAME}")
+
+    def _succeeded(
+        self,
+        run_dir: Path,
+        info: Dict[str, Any],
+        environment: Dict[str, str],
+        label: str,
+        bar: Any,
+    ) -> None:
+        """Adds the run's fingerprint and outputs (archive size, dev predictions) to `info`,
+        then tidies the run unless `keep_checkpoints`."""
+        self.result.trained.append(run_dir)
+        info[FINGERPRINT_KEY] = fingerprint(read_json(run_dir / CONFIG_NAME) or {})
+        bar.set_postfix_str(f"{label}, dev predictions")
+        info.update(record_run_outputs(run_dir, environment, self.predict))
+        if "predictions_error" in info:
+            bar.write(
+                f"{self.tool}: {label}: no dev predictions "
+                f"({info['predictions_error']}); log: {run_dir / PREDICT_LOG_NAME}"
+            )
+        if not self.keep_checkpoints:
+            info["tidied"] = tidy_run_dir(run_dir)
+
+
+def run_grid(
+    configs: Sequence[Path],
+    seeds: Sequence[int],
+    results_dir: Path,
+    ext_vars: Optional[Dict[str, str]] = None,
+    overrides: Optional[str] = None,
+    keep_failed: bool = False,
+    keep_checkpoints: bool = False,
+    runner: Runner = train_subprocess,
+    progress: bool = True,
+    tool: str = "tune-grid",
+    predict: Optional[Predictor] = predict_subprocess,
+    plan: bool = True,
+    plan_only: bool = False,
+    retrain_changed: bool = False,
+) -> GridResult:
+    """
+    Trains every config with every seed into `results_dir` (see the module docstring for the
+    layout and for what is skipped, moved aside and rerun). `KeyboardInterrupt` propagates after
+    the run in progress is stopped; that run is the only one lost. `tool` names the command
+    that runs the grid in its progress bar, its messages and each run's `tune_run.json`.
+    After a run succeeds, before it is tidied, `archive_bytes` goes into its `cost.json` and
+    `predict` (`None`: no predictions) writes its `dev_predictions.jsonl`; a prediction that
+    fails is noted in `tune_run.json` (`predictions_error`) and the run still counts as done.
+
+    `plan` (default): before anything is written, the planner (`allennlp_tune.planning.plan`)
+    prints its estimate for every config with a run to do (stderr) and refuses the grid with a
+    `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
+    its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
+    return an empty result.
+
+    Before either, every complete run is checked against what the command would train now
+    (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what
+    changed, unless `retrain_changed`, which moves it aside and trains it again (module
+    docstring).
+    """
+    from tqdm import tqdm
+
+    results_dir = Path(results_dir)
+    check_results_dir(results_dir)
+    shared_cache = _shared_cache(results_dir, ext_vars)
+    retrain = _before_training(
+        configs,
+        seeds,
+        results_dir,
+        ext_vars,
+        overrides,
+        shared_cache,
+        retrain_changed,
+        plan,
+        plan_only,
+        tool,
+    )
+    if plan_only:
+        return GridResult()
+    results_dir.mkdir(parents=True, exist_ok=True)
+    grid = _Grid(
+        results_dir,
+        ext_vars,
+        overrides,
+        keep_failed,
+        keep_checkpoints,
+        runner,
+        predict,
+        progress,
+        tool,
+        shared_cache,
+        retrain,
+    )
+    jobs = [(config, seed) for seed in seeds for config in configs]
+    # Taken before anything is moved aside, held until the shared cache is gone: the run of a
+    # live writer is left alone.
+    with ResultsDirLock(results_dir) as lock:
+        bar = tqdm(total=len(jobs), unit="run", desc=tool, disable=not progress, file=sys.stderr)
+        with bar, SigtermAsInterrupt():
+            for config, seed in jobs:
+                grid.run(config, seed, bar, lock.fd)
+        if shared_cache is not None and shared_cache.is_dir() and not keep_checkpoints:
+            shutil.rmtree(shared_cache)
+    return grid.result

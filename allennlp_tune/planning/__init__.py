@@ -1,0 +1,16 @@
+"""
+Planning: what a grid or a comparison will cost, before anything trains. Nothing here trains or
+reads a run's results, except the cost model's fit, which reads finished runs' costs.
+
+One job per module, bottom to top:
+
+- `cost_model`: `ModeCost` and `COST_MODEL`, seconds per epoch and peak memory by mode (and
+  task head) from the size of the work;
+- `encoder_size`: the encoder's layers, width and parameters from its `config.json` alone;
+- `data_count`: a split's instances, sequences and wordpieces as the config's reader yields them;
+- `plan`: `CellPlan` and `plan_cell`, the estimate for one config (its data, encoder, feature
+  cache and its budget, time and memory), and what a grid refuses on (`budget_failures`,
+  `plan_problems`);
+- `render`: the plan as the Markdown table tune-grid and tune-compare print;
+- `fit`: `fit_cost_model` and `format_cost_model`, the cost model from run directories.
+"""

@@ -1,0 +1,245 @@
+"""
+Fitting the cost model (`cost_model`) from run directories, and printing it as the source text
+of `COST_MODEL`.
+
+`fit_cost_model(run_dirs)` fits `a`, `b`, `c`, `d` (and `g`, `first_a`, `first_b`) per mode from
+finished or running runs: their `cost.json` (`mean_epoch_seconds`, `peak_rss_mb`), or for runs
+without one the `training_duration` over the epochs and `peak_worker_0_memory_MB` of
+`metrics.json`; `W` counted from each run's `config.json` as the planner counts it, and `L`,
+`H`, `P` from its encoder's `config.json`. Where a mode's runs have more than one task head (the
+model's `type`), each head also gets an entry of its own, `"MODE/HEAD"`, which the planner
+prefers to the mode's pooled one.
+
+A cached `fe` run with its `epoch_seconds` gives its first epoch to `first_a` / `first_b` and
+the mean of the rest (if any) to `a` / `b`. Fit those on runs whose cache started empty (a
+grid's first seed, or a cache folder of its own): a later seed of a grid finds the features
+stored, and its first epoch is a cached one.
+
+Least squares where the runs of a mode differ in `W * L * H^2` (or `P`) by more than
+`MIN_SPREAD`; otherwise only the slope can be told from them: `a = 0` (time proportional to the
+work) and `c = BASE_RSS_MB`, with `d` the mean of `(rss - c) / P`. `g` is fitted (least squares
+beside `P`) where the runs differ in `N` by more than `MIN_SPREAD` and the slope is positive,
+else it is None (no per-instance term). Runs on a GPU (`cost.json`'s `peak_gpu_mb` set) are
+skipped: they say nothing about CPU time.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from allennlp_tune.planning.cost_model import BASE_RSS_MB, ModeCost
+from allennlp_tune.planning.plan import plan_cell
+from allennlp_tune.rundir import CONFIG_NAME, COST_NAME, METRICS_NAME, parse_run_name, read_json
+
+# Below this relative spread of x, a mode's runs cannot separate the intercept from the slope.
+MIN_SPREAD = 0.10
+
+
+@dataclass
+class CostPoint:
+    """One run's measurement, for `fit_cost_model`."""
+
+    run_dir: Path
+    mode: str
+    work: float  # W x L x H^2
+    params: int
+    epoch_seconds: Optional[float]
+    peak_rss_mb: Optional[float]
+    first_epoch_seconds: Optional[float] = None  # a cached fe run's first epoch
+    head: Optional[str] = None  # the model's registered type
+    instances: int = 0  # the train split's
+
+
+def _duration_seconds(text: Any) -> Optional[float]:
+    """AllenNLP's `training_duration`, "H:MM:SS.ffffff" (maybe "N day(s), ..."), in seconds."""
+    if not isinstance(text, str):
+        return None
+    match = re.fullmatch(r"(?:(\d+) days?, )?(\d+):(\d\d):(\d\d(?:\.\d+)?)", text.strip())
+    if not match:
+        return None
+    days, hours, minutes, seconds = match.groups()
+    return int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def measurement(run_dir: Path, cost: Any = None) -> Tuple[Optional[float], Optional[float]]:
+    """
+    (mean seconds per epoch, peak RSS MB) from cost.json, else metrics.json; None if none.
+    `cost`: cost.json's content when the caller has read it already.
+    """
+    if cost is None:
+        cost = read_json(Path(run_dir) / COST_NAME)
+    if isinstance(cost, dict) and (cost.get("mean_epoch_seconds") or cost.get("peak_rss_mb")):
+        return cost.get("mean_epoch_seconds"), cost.get("peak_rss_mb")
+    metrics = read_json(Path(run_dir) / METRICS_NAME)
+    if not isinstance(metrics, dict):
+        return None, None
+    seconds = _duration_seconds(metrics.get("training_duration"))
+    epochs = metrics.get("training_epochs", metrics.get("epoch"))
+    per_epoch = None
+    if seconds is not None and isinstance(epochs, int) and epochs >= 0:
+        per_epoch = seconds / (epochs + 1)
+    return per_epoch, metrics.get("peak_worker_0_memory_MB")
+
+
+def cost_point(run_dir: Path) -> Optional[CostPoint]:
+    """The measurement and the size of the work of one run directory, None if unusable."""
+    run_dir = Path(run_dir)
+    config = read_json(run_dir / CONFIG_NAME)
+    if not isinstance(config, dict):
+        return None
+    cost = read_json(run_dir / COST_NAME)
+    if isinstance(cost, dict) and cost.get("peak_gpu_mb") is not None:
+        return None  # trained on a GPU: nothing to say about CPU time or RAM
+    seconds, rss = measurement(run_dir, cost)
+    if seconds is None and rss is None:
+        return None
+    name, _ = parse_run_name(run_dir.parent.name)
+    mode = name.mode if name else None
+    plan = plan_cell(run_dir / CONFIG_NAME, rendered=config, cost_model={})
+    mode = mode or plan.mode
+    encoder = plan.encoder
+    if mode is None or plan.data is None or encoder is None or encoder.work_scale is None:
+        return None
+    first = None
+    epochs = cost.get("epoch_seconds") if isinstance(cost, dict) else None
+    if mode == "fe" and plan.cache_config is not None and isinstance(epochs, list) and epochs:
+        # The first epoch runs the encoder and stores the features; the later ones read them.
+        first = float(epochs[0])
+        seconds = sum(epochs[1:]) / len(epochs[1:]) if len(epochs) > 1 else None
+    return CostPoint(
+        run_dir=run_dir,
+        mode=mode,
+        work=plan.data.wordpieces * encoder.work_scale,
+        params=int(encoder.params or 0),
+        epoch_seconds=seconds,
+        peak_rss_mb=rss,
+        first_epoch_seconds=first,
+        head=plan.head,
+        instances=plan.data.instances,
+    )
+
+
+def _line(xs: Sequence[float], ys: Sequence[float], base: float) -> Tuple[float, float]:
+    """(intercept, slope) by least squares; through `base` when the x's do not spread."""
+    mean_x = sum(xs) / len(xs)
+    if len(xs) >= 2 and _spread(xs) > MIN_SPREAD:
+        mean_y = sum(ys) / len(ys)
+        sxx = sum((x - mean_x) ** 2 for x in xs)
+        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx
+        intercept = mean_y - slope * mean_x
+        if slope > 0 and intercept >= 0:
+            return intercept, slope
+    return base, sum((y - base) / x for x, y in zip(xs, ys)) / len(xs)
+
+
+def _spread(values: Sequence[float]) -> float:
+    """(largest - smallest) / mean of the values: how far apart they are, relative to their size."""
+    mean = sum(values) / len(values)
+    return (max(values) - min(values)) / mean if mean else 0.0
+
+
+def _memory_fit(points: Sequence[CostPoint]) -> Tuple[float, float, Optional[float]]:
+    """
+    (c, d, g) of peak RSS `c + d * P + g * N`: `g` by least squares beside `P` (or beside the
+    constant alone, when `P` does not spread) where `N` spreads and its slope is positive;
+    otherwise None and `c`, `d` as `_line` fits them.
+    """
+    import numpy
+
+    params = [float(p.params) for p in points]
+    instances = [float(p.instances) for p in points]
+    rss = [p.peak_rss_mb for p in points]
+    if len(points) >= 2 and _spread(instances) > MIN_SPREAD:
+        varies = _spread(params) > MIN_SPREAD
+        columns = [[1.0] * len(points)] + ([params] if varies else []) + [instances]
+        if len(points) >= len(columns):
+            solution = numpy.linalg.lstsq(numpy.array(columns).T, numpy.array(rss), rcond=None)
+            coefficients = [float(value) for value in solution[0]]
+            g = coefficients[-1]
+            if g > 0:
+                if varies and coefficients[0] >= 0 and coefficients[1] > 0:
+                    return coefficients[0], coefficients[1], g
+                if not varies and coefficients[0] > BASE_RSS_MB:
+                    # One encoder: c is the assumed base and d carries the rest of the constant.
+                    mean_params = sum(params) / len(params)
+                    return BASE_RSS_MB, (coefficients[0] - BASE_RSS_MB) / mean_params, g
+    c, d = _line(params, rss, BASE_RSS_MB)
+    return c, d, None
+
+
+def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
+    """
+    Per mode, the coefficients of the cost model (module docstring) from the run directories
+    (each holding `config.json` and `cost.json` or `metrics.json`; others are skipped). A mode
+    without usable runs is left out (the planner prints "n/a" for it).
+    """
+    points: Dict[str, List[CostPoint]] = {}
+    for run_dir in run_dirs:
+        if not Path(run_dir).is_dir():
+            continue
+        point = cost_point(Path(run_dir))
+        if point is not None:
+            points.setdefault(point.mode, []).append(point)
+    for mode, runs in list(points.items()):
+        heads = {point.head for point in runs}
+        if len(heads) > 1:  # each head on its own too (module docstring)
+            for point in runs:
+                if point.head is not None:
+                    points.setdefault(f"{mode}/{point.head}", []).append(point)
+    model: Dict[str, ModeCost] = {}
+    for mode, runs in sorted(points.items()):
+        timed = [p for p in runs if p.epoch_seconds and p.work > 0]
+        sized = [p for p in runs if p.peak_rss_mb and p.params > 0]
+        firsts = [p for p in runs if p.first_epoch_seconds and p.work > 0]
+        a = b = c = d = first_a = first_b = None
+        if timed:
+            a, b = _line([p.work for p in timed], [p.epoch_seconds for p in timed], 0.0)
+        if firsts:
+            first_a, first_b = _line(
+                [p.work for p in firsts], [p.first_epoch_seconds for p in firsts], 0.0
+            )
+        g = None
+        if sized:
+            c, d, g = _memory_fit(sized)
+        fitted_on = ", ".join(sorted(f"{p.run_dir.parent.name}/{p.run_dir.name}" for p in runs))
+        model[mode] = ModeCost(
+            a=a,
+            b=b,
+            c=c,
+            d=d,
+            runs=len(runs),
+            fitted_on=fitted_on,
+            first_a=first_a,
+            first_b=first_b,
+            g=g,
+        )
+    return model
+
+
+def format_cost_model(model: Mapping[str, ModeCost]) -> str:
+    """`COST_MODEL`'s source text for a fitted model."""
+    lines = ["COST_MODEL: Dict[str, ModeCost] = {"]
+    for mode, cost in model.items():
+        pairs = [("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d)]
+        if cost.first_b is not None:
+            pairs += [("first_a", cost.first_a), ("first_b", cost.first_b)]
+        if cost.g is not None:
+            pairs += [("g", cost.g)]
+        values = ", ".join(
+            f"{key}={'None' if value is None else f'{value:.6g}'}" for key, value in pairs
+        )
+        lines.append(f"    # {cost.fitted_on}")
+        lines.append(f"    {mode!r}: ModeCost({values}, runs={cost.runs}),")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "MIN_SPREAD",
+    "CostPoint",
+    "cost_point",
+    "fit_cost_model",
+    "format_cost_model",
+    "measurement",
+]

@@ -1,0 +1,313 @@
+"""
+The plan of tune-grid and tune-compare: what each cell will cost, before anything trains.
+
+For every cell about to run (a config with at least one seed not complete), `plan_cell`:
+
+1. renders the config as the grid's `allennlp train` child will (`render_config`: the grid's
+   ext vars, the first pending seed as `TUNE_SEED`, the environment, `--overrides`);
+2. counts the train split's instances, sequences and wordpieces with the config's own reader
+   (`data_count`);
+3. reads the encoder's layers `L`, width `H` and estimated parameters `P` from its
+   `config.json` or ELMo options file only (`encoder_size`);
+4. for a feature-extraction cell whose embedder has a `feature_cache`, estimates the cache's
+   size with `estimated_cache_bytes` over the train and validation data (the trainer validates
+   through the same embedder, so its entries are stored too) and the number of layers the
+   config mixes (`"all"`: `L + 1`), and checks it with `check_budget` against the cell's
+   `feature_cache` settings in the folder the run will use (its `directory`, else
+   `TUNE_FEATURE_CACHE_DIR`, else the grid's shared `RESULTS_DIR/.feature_cache`);
+5. estimates the time per epoch and the peak RAM from the cost model (`cost_model`), "n/a"
+   where it has no entry for the mode or the encoder's size is unknown. A cached `fe` cell has
+   its first epoch (the encoder runs and the features are stored) apart from the later ones
+   (read from the cache), where the model has both; an `fe` cell without a cache pays the first
+   epoch's cost every epoch. With the config's `trainer.num_epochs`, `planned_run_seconds` is
+   the whole run's time at most (early stopping can end it sooner).
+
+`run_grid` prints the plan (`render.print_plan`; stderr, or stdout with `--plan-only`, which
+then stops) and refuses the whole grid, before any run folder is written, when a cell's cache
+would not fit its budget (`budget_failures`, naming the setting to change: `feature_cache.disk_mb`,
+`feature_cache.min_free_mb`, `feature_cache.directory` / `TUNE_FEATURE_CACHE_DIR`, or no cache:
+`TUNE_FEATURE_CACHE=false`); `--plan-only` also fails on a cell whose runs could not train
+(`plan_problems`). `--no-plan` skips the planner altogether. A cell that cannot be planned (a
+config without a reader, a missing data file) gets "n/a" and a note; it is not refused (the run
+itself will say what is wrong). Each cell is checked on its own:
+cells of one grid that share a cache folder and encoder share entries (fe and sf of a task), so
+summing them would overstate the need.
+"""
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.modes import FEATURE_EXTRACTION
+from allennlp_tune.planning.cost_model import COST_MODEL, ModeCost
+from allennlp_tune.planning.data_count import DataCount, cached_count, validation_count
+from allennlp_tune.planning.encoder_size import (
+    EncoderSize,
+    elmo_size,
+    find_embedder,
+    transformer_size,
+)
+from allennlp_tune.rundir import config_stem, parse_run_name
+
+
+@dataclass
+class CellPlan:
+    """The planner's estimate for one cell (a config about to run)."""
+
+    config: Path
+    stem: str
+    mode: Optional[str] = None
+    data: Optional[DataCount] = None
+    validation: Optional[DataCount] = None  # counted for the cache estimate only
+    encoder: Optional[EncoderSize] = None
+    cache_layers: Optional[int] = None
+    cache_config: Optional[Dict[str, Any]] = None
+    cache_directory: Optional[Path] = None
+    cache_bytes: Optional[int] = None
+    budget_error: Optional[str] = None
+    head: Optional[str] = None  # the model's registered type
+    cost_key: Optional[str] = None  # the COST_MODEL entry the estimates came from
+    epoch_seconds: Optional[float] = None  # every epoch, or those after the first one below
+    first_epoch_seconds: Optional[float] = None  # a cached fe cell's first epoch
+    epochs: Optional[int] = None  # the config's trainer.num_epochs
+    peak_rss_mb: Optional[float] = None
+    notes: List[str] = field(default_factory=list)
+    # The notes that mean a run of this cell cannot train (no config, encoder or train data).
+    problems: List[str] = field(default_factory=list)
+
+    def problem(self, text: str) -> None:
+        """A note that a run of this cell would fail on (shown among the notes too)."""
+        self.notes.append(text)
+        self.problems.append(text)
+
+
+def render_config(
+    config: Path, ext_vars: Optional[Mapping[str, str]] = None, overrides: Optional[str] = None
+) -> Dict[str, Any]:
+    """The config as the grid's child renders it (environment + ext vars, overrides)."""
+    from allennlp.common import Params
+
+    variables = {**os.environ, **(ext_vars or {})}
+    params = Params.from_file(str(config), params_overrides=overrides or "", ext_vars=variables)
+    return params.as_dict(quiet=True)
+
+
+def plan_cell(
+    config: Path,
+    ext_vars: Optional[Mapping[str, str]] = None,
+    overrides: Optional[str] = None,
+    cache_directory: Optional[Path] = None,
+    cost_model: Optional[Mapping[str, ModeCost]] = None,
+    rendered: Optional[Dict[str, Any]] = None,
+) -> CellPlan:
+    """
+    The estimate for one cell (module docstring). Never raises for a cell it cannot plan: the
+    reason goes into the plan's `notes` (and `problems`, when a run would fail on it).
+
+    # Parameters
+
+    config : `Path`
+        The training config; its stem names the cell (and, when it is a run name, its mode).
+    ext_vars : `Mapping[str, str]`, optional
+        The ext vars the run will get, over the environment.
+    overrides : `str`, optional
+        The run's `--overrides`.
+    cache_directory : `Path`, optional
+        Where the run's feature cache goes when its `feature_cache` names no `directory`
+        (tune-grid's shared folder or the user's `TUNE_FEATURE_CACHE_DIR`).
+    cost_model : `Mapping[str, ModeCost]`, optional (default = `COST_MODEL`)
+        The cost model to estimate time and memory from; `{}` for none.
+    rendered : `Dict[str, Any]`, optional
+        The config already rendered (else it is rendered here).
+    """
+    config = Path(config)
+    cost_model = COST_MODEL if cost_model is None else cost_model
+    plan = CellPlan(config=config, stem=config_stem(config))
+    name, _ = parse_run_name(plan.stem)
+    try:
+        if rendered is None:
+            rendered = render_config(config, ext_vars, overrides)
+    except Exception as error:  # Jsonnet's RuntimeError, a bad override
+        plan.problem(f"does not render: {str(error).strip().splitlines()[0][:200]}")
+        return plan
+
+    model_config = rendered.get("model")
+    if isinstance(model_config, dict) and isinstance(model_config.get("type"), str):
+        plan.head = model_config["type"]
+    embedder = find_embedder(model_config)
+    embedder_mode = (embedder or {}).get("mode")
+    plan.mode = name.mode if name else None
+    if plan.mode is None and embedder_mode == FEATURE_EXTRACTION:
+        plan.mode = "fe"
+
+    _size_encoder(plan, embedder)
+    _count_train_data(plan, rendered)
+    cache = (embedder or {}).get("feature_cache")
+    if embedder_mode == FEATURE_EXTRACTION and isinstance(cache, dict) and plan.encoder is not None:
+        _estimate_cache(plan, embedder, cache, rendered, cache_directory)
+    _estimate_cost(plan, rendered, cost_model)
+    return plan
+
+
+def _size_encoder(plan: CellPlan, embedder: Optional[Dict[str, Any]]) -> None:
+    """`plan.encoder` from the embedder's `model_name` or ELMo `options_file`, else a note."""
+    if embedder is None:
+        plan.notes.append("no transformer or ELMo embedder found")
+        return
+    try:
+        if "model_name" in embedder:
+            plan.encoder = transformer_size(embedder["model_name"])
+        else:
+            plan.encoder = elmo_size(embedder.get("options_file", ""))
+            if plan.encoder is None:
+                plan.notes.append("ELMo options file is not a local file: size unknown")
+    except Exception as error:
+        plan.problem(f"encoder config not readable: {type(error).__name__}: {error}")
+
+
+def _count_train_data(plan: CellPlan, rendered: Mapping[str, Any]) -> None:
+    """`plan.data` from the train split, else a note (a problem when the file is missing)."""
+    reader_config = rendered.get("dataset_reader")
+    train_path = rendered.get("train_data_path")
+    if not isinstance(reader_config, dict) or not isinstance(train_path, str):
+        plan.notes.append("no dataset_reader or train_data_path")
+    elif "://" not in train_path and not os.path.exists(train_path):
+        plan.problem(f"train data {train_path} does not exist")
+    else:
+        try:
+            plan.data = cached_count(reader_config, train_path)
+        except Exception as error:
+            plan.problem(f"train data not readable: {type(error).__name__}: {error}"[:300])
+
+
+def _estimate_cache(
+    plan: CellPlan,
+    embedder: Dict[str, Any],
+    cache: Dict[str, Any],
+    rendered: Mapping[str, Any],
+    cache_directory: Optional[Path],
+) -> None:
+    """
+    The feature cache of an fe cell whose encoder is known: the layers it stores, its folder,
+    its size over the train and validation data, and `check_budget`'s verdict on it.
+    """
+    from allennlp_tune.modules.feature_cache import (
+        check_budget,
+        default_cache_directory,
+        estimated_cache_bytes,
+    )
+    from allennlp_tune.modules.token_embedders.freezable import parse_layers
+
+    plan.cache_config = cache
+    total_layers = plan.encoder.num_layers + 1  # embeddings / char CNN, then each layer
+    try:
+        plan.cache_layers = len(
+            parse_layers(embedder.get("layers", "all"), total_layers, "embedder")
+        )
+    except ConfigurationError as error:
+        plan.notes.append(str(error))
+    directory = cache.get("directory") or cache_directory or default_cache_directory()
+    plan.cache_directory = Path(directory)
+    if plan.data is not None:
+        plan.validation = validation_count(rendered, rendered.get("dataset_reader"), plan.notes)
+    if plan.data is not None and plan.cache_layers is not None:
+        validation = plan.validation or DataCount()
+        plan.cache_bytes = estimated_cache_bytes(
+            plan.data.wordpieces + validation.wordpieces,
+            plan.cache_layers,
+            plan.encoder.hidden_size,
+            plan.data.sequences + validation.sequences,
+        )
+        try:
+            plan.budget_error = check_budget(plan.cache_bytes, cache, plan.cache_directory)
+        except ConfigurationError as error:
+            plan.notes.append(str(error))
+
+
+def _estimate_cost(
+    plan: CellPlan, rendered: Mapping[str, Any], cost_model: Mapping[str, ModeCost]
+) -> None:
+    """
+    The epochs of the config's trainer, and the time per epoch and peak RAM from the cost
+    model's entry for the cell's mode and head (`"MODE/HEAD"` first, then `"MODE"`).
+    """
+    trainer = rendered.get("trainer")
+    epochs = trainer.get("num_epochs") if isinstance(trainer, dict) else None
+    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0:
+        plan.epochs = epochs
+    for key in (f"{plan.mode}/{plan.head}", plan.mode) if plan.mode else ():
+        if key in cost_model:
+            plan.cost_key = key
+            break
+    mode_cost = cost_model[plan.cost_key] if plan.cost_key else None
+    if mode_cost is None or plan.encoder is None:
+        return
+    work = plan.encoder.work_scale
+    if plan.data is not None and work is not None:
+        work = plan.data.wordpieces * work
+        plan.epoch_seconds = mode_cost.epoch_seconds(work)
+        first = mode_cost.first_epoch_seconds(work)
+        if first is not None and plan.cache_config is not None:
+            plan.first_epoch_seconds = first
+        elif first is not None:  # no cache: every epoch runs the encoder
+            plan.epoch_seconds = first
+    instances = plan.data.instances if plan.data is not None else None
+    plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params, instances)
+
+
+def planned_run_seconds(plan: CellPlan) -> Optional[float]:
+    """
+    The planned seconds of the whole run at most (`trainer.num_epochs` epochs, a cached fe
+    cell's first epoch apart), None where unknown. Early stopping can end the run sooner.
+    """
+    if plan.epochs is None or plan.epoch_seconds is None:
+        return None
+    if plan.first_epoch_seconds is None:
+        return plan.epochs * plan.epoch_seconds
+    return plan.first_epoch_seconds + (plan.epochs - 1) * plan.epoch_seconds
+
+
+def plan_grid(
+    configs: Sequence[Path],
+    ext_vars: Optional[Mapping[str, str]] = None,
+    overrides: Optional[str] = None,
+    cache_directory: Optional[Path] = None,
+    cost_model: Optional[Mapping[str, ModeCost]] = None,
+) -> List[CellPlan]:
+    """`plan_cell` of each config, with the same ext vars, overrides, cache folder and model."""
+    return [
+        plan_cell(config, ext_vars, overrides, cache_directory, cost_model) for config in configs
+    ]
+
+
+def plan_problems(plans: Sequence[CellPlan]) -> Optional[str]:
+    """The cells whose runs would fail (`CellPlan.problems`), one `stem: problem` each, or None."""
+    found = [f"{plan.stem}: {problem}" for plan in plans for problem in plan.problems]
+    return " | ".join(found) if found else None
+
+
+def budget_failures(plans: Sequence[CellPlan]) -> Optional[str]:
+    """The message refusing a grid whose cells' caches would not fit, or None."""
+    over = [plan for plan in plans if plan.budget_error]
+    if not over:
+        return None
+    return " | ".join(
+        f"{plan.stem}: {plan.budget_error}; or train it without the cache "
+        "(TUNE_FEATURE_CACHE=false, or no feature_cache in its embedder), or rerun with "
+        "--no-plan to train anyway (entries past the budget are recomputed every epoch)"
+        for plan in over
+    )
+
+
+__all__ = [
+    "CellPlan",
+    "budget_failures",
+    "plan_cell",
+    "plan_grid",
+    "plan_problems",
+    "planned_run_seconds",
+    "render_config",
+]

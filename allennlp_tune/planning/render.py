@@ -1,0 +1,112 @@
+"""
+The plan as text: a Markdown table with a row per cell (instances, wordpieces, encoder size,
+feature cache, peak RAM, time per epoch, the whole run at most), then per cell how the counts and
+the cache size were reached, which cost-model entry the estimates come from, its notes and its
+budget problem, and a footer saying what the estimates are. tune-grid and tune-compare print it
+before anything trains.
+"""
+
+import sys
+from typing import List, Optional, Sequence, TextIO
+
+from allennlp_tune.planning.cost_model import COST_MODEL
+from allennlp_tune.planning.data_count import DataCount
+from allennlp_tune.planning.plan import CellPlan, planned_run_seconds
+
+
+def _size(num_bytes: Optional[float]) -> str:
+    """Bytes in the largest unit (GB, MB, KB) that keeps the number at least 1, or "n/a"."""
+    if num_bytes is None:
+        return "n/a"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if num_bytes >= scale:
+            return f"{num_bytes / scale:.1f} {unit}"
+    return f"{int(num_bytes)} B"
+
+
+def _duration(seconds: Optional[float]) -> str:
+    """Seconds up to 90 s, then minutes up to 90 min, then hours; "n/a" when unknown."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def render_plan(plans: Sequence[CellPlan]) -> str:
+    """The plan as a Markdown table, then the formula, notes and budget problems per cell."""
+    lines = [
+        "| cell | instances | wordpieces | encoder (L x H, params) | feature cache | "
+        "peak RAM | time / epoch | whole run, at most |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    details: List[str] = []
+    for plan in plans:
+        data = plan.data
+        encoder = plan.encoder
+        if encoder is None:
+            encoder_text = "n/a"
+        else:
+            params = f", {encoder.params / 1e6:.1f} M" if encoder.params else ""
+            encoder_text = f"{encoder.num_layers} x {encoder.hidden_size}{params}"
+        if plan.cache_config is None:
+            cache_text = "none"
+        elif plan.cache_bytes is None:
+            cache_text = "n/a"
+        else:
+            cache_text = _size(plan.cache_bytes) + (" (over budget)" if plan.budget_error else "")
+        rss = None if plan.peak_rss_mb is None else plan.peak_rss_mb * 2**20
+        epoch_text = _duration(plan.epoch_seconds)
+        if plan.first_epoch_seconds is not None and plan.epoch_seconds is not None:
+            epoch_text = f"{_duration(plan.first_epoch_seconds)} first, then {epoch_text}"
+        total = planned_run_seconds(plan)
+        total_text = "n/a" if total is None else f"{_duration(total)} ({plan.epochs} epochs)"
+        lines.append(
+            f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
+            f"{f'{data.wordpieces:,}' if data else 'n/a'} | {encoder_text} | {cache_text} | "
+            f"{_size(rss)} | {epoch_text} | {total_text} |"
+        )
+        if data is not None:
+            per = data.wordpieces / data.instances if data.instances else 0.0
+            details.append(
+                f"{plan.stem}: {data.instances:,} instances, {data.sequences:,} sequences, "
+                f"{data.wordpieces:,} wordpieces ({per:.1f} per instance), counted in "
+                f"{data.seconds:.1f} s"
+            )
+        if plan.cache_bytes is not None and data is not None and encoder is not None:
+            validation = plan.validation or DataCount()
+            wordpieces = f"{data.wordpieces + validation.wordpieces:,} wordpieces"
+            entries = f"{data.sequences + validation.sequences:,} entries"
+            if plan.validation is not None:
+                wordpieces += f" ({data.wordpieces:,} train + {validation.wordpieces:,} validation)"
+                entries += f" ({data.sequences:,} + {validation.sequences:,})"
+            details.append(
+                f"{plan.stem}: cache = 2 B x {wordpieces} x {plan.cache_layers} layers x "
+                f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
+                f"{plan.cache_directory}"
+            )
+        if plan.cost_key is not None:
+            details.append(f"{plan.stem}: time and RAM from COST_MODEL[{plan.cost_key!r}]")
+        for note in plan.notes:
+            details.append(f"{plan.stem}: {note}")
+        if plan.budget_error:
+            details.append(f"{plan.stem}: OVER BUDGET: {plan.budget_error}")
+    modes = sorted({plan.mode for plan in plans if plan.mode and plan.mode in COST_MODEL})
+    footer = (
+        "Peak RAM and time per epoch: 2-core CPU cost model fitted on MiniLM runs "
+        "(allennlp_tune/planning/cost_model.py; modes with measurements: "
+        f"{', '.join(modes) or 'none'}); n/a where no measurement exists."
+    )
+    return "\n".join(lines + [""] + details + ([""] if details else []) + [footer]) + "\n"
+
+
+def print_plan(plans: Sequence[CellPlan], stream: Optional[TextIO] = None) -> None:
+    """`render_plan` of the plans on `stream` (default: stderr), flushed."""
+    stream = stream or sys.stderr
+    stream.write(render_plan(plans))
+    stream.flush()
+
+
+__all__ = ["print_plan", "render_plan"]

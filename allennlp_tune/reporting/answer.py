@@ -1,0 +1,165 @@
+"""
+The answer first: one sentence per row with paired results, saying which arm to use (of the
+modes no pair found worse, the cheapest), by how much against the others (95% intervals), at
+what cost, and whether the recipes were searched; and a warning for a mode whose best epoch was
+its last (still improving when training stopped).
+"""
+
+from typing import Dict, List, Optional, Tuple
+
+from allennlp_tune.reporting.cells import Row
+from allennlp_tune.reporting.costs import (
+    _is_number,
+    format_params,
+    mean_encoder_passes,
+    passes_text,
+)
+from allennlp_tune.reporting.labels import (
+    MODE_TITLES,
+    signed,
+)
+from allennlp_tune.reporting.paired import (
+    TIE,
+    PairedResult,
+)
+from allennlp_tune.reporting.report import Report
+from allennlp_tune.rundir import (
+    METRICS_NAME,
+    RUN_MODES,
+    Run,
+    read_json,
+)
+
+ANSWER_TITLE = "The answer"
+DEFAULT_RECIPES = (
+    "default recipes (each mode at its config's recipe, none searched), so the verdict "
+    "compares recipes as much as ways of adapting the encoder"
+)
+SEARCHED_RECIPES = "searched recipes (every run records the search it came from)"
+
+
+def last_epoch_best(run: Run) -> Optional[Tuple[bool, int]]:
+    """
+    (whether the run's best epoch was its last, epochs trained) from its `metrics.json`
+    (`best_epoch`, `epoch`: 0-based); `None` without both, or after a single epoch (nothing to
+    tell a rising curve from).
+    """
+    metrics = read_json(run.path / METRICS_NAME) or {}
+    best, last = metrics.get("best_epoch"), metrics.get("epoch")
+    if not (_is_number(best) and _is_number(last)) or last < 1:
+        return None
+    return best >= last, int(last) + 1
+
+
+def under_trained(row: Row) -> Dict[str, Tuple[int, int, int]]:
+    """Per mode whose best epoch was the last in some scored run: (such runs, runs that tell,
+    most epochs trained)."""
+    found: Dict[str, Tuple[int, int, int]] = {}
+    for mode in row.used_modes():
+        told = [t for t in map(last_epoch_best, row.cells[mode].scored_runs) if t is not None]
+        rising = sum(1 for last, _ in told if last)
+        if rising:
+            found[mode] = (rising, len(told), max(epochs for _, epochs in told))
+    return found
+
+
+def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]:
+    """(the other mode, difference, low, high) of a pair, as `mode` − the other."""
+    if result.mode_a == mode:
+        return result.mode_b, result.difference, result.low, result.high
+    return result.mode_a, -result.difference, -result.high, -result.low
+
+
+def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
+    """Cheapest first: mean seconds per epoch, then trainable parameters, then `RUN_MODES` order."""
+    cell = row.cells[mode]
+    seconds = cell.cost_mean("mean_epoch_seconds")
+    params = cell.cost_mean("trainable_params")
+    return (
+        seconds if seconds is not None else float("inf"),
+        params if params is not None else float("inf"),
+        RUN_MODES.index(mode),
+    )
+
+
+def choose_arm(row: Row) -> Optional[str]:
+    """
+    The arm to use: of the compared modes that no pair found worse than another (a tie or a
+    win in each of their pairs), the cheapest (`_cost_key`); `None` without paired results.
+    """
+    compared = {mode for result in row.paired for mode in (result.mode_a, result.mode_b)}
+    beaten = {
+        result.mode_b if result.verdict == result.mode_a else result.mode_a
+        for result in row.paired
+        if result.verdict in (result.mode_a, result.mode_b)
+    }
+    unbeaten = [mode for mode in RUN_MODES if mode in compared and mode not in beaten]
+    return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
+
+
+def _cost_words(row: Row, mode: str) -> str:
+    """`12.3 s/epoch, 22.57M trainable, encoder passes 15.0k fwd+bwd, 0 fwd` (what of it the
+    runs recorded; `no costs recorded`)."""
+    cell = row.cells[mode]
+    seconds = cell.cost_mean("mean_epoch_seconds")
+    params = cell.cost_mean("trainable_params")
+    parts = [f"{seconds:.1f} s/epoch"] if seconds is not None else []
+    parts += [f"{format_params(params)} trainable"] if params is not None else []
+    passes = mean_encoder_passes(cell.scored_runs)
+    parts += [f"encoder passes {passes_text(passes)}"] if passes is not None else []
+    return ", ".join(parts) if parts else "no costs recorded"
+
+
+def answer_sentence(label: str, row: Row) -> Optional[str]:
+    """One sentence: which arm, by how much (95% intervals), at what cost, how fair."""
+    arm = choose_arm(row)
+    if arm is None:
+        return None
+    said = []
+    for result in row.paired:
+        if arm not in (result.mode_a, result.mode_b):
+            continue
+        other, difference, low, high = _against(result, arm)
+        interval = f"{signed(difference)} [{signed(low)}, {signed(high)}]"
+        if result.verdict == arm:
+            said.append(f"beats {other} by {interval}")
+        elif result.verdict == TIE:
+            said.append(f"ties {other} ({interval})")
+        else:  # equivalent within the margin
+            said.append(f"is {result.verdict} of {other} ({interval})")
+    # A tie (or equivalence) with another arm: both are unbeaten, and the cheaper was chosen.
+    tied = any(not text.startswith("beats") for text in said)
+    why = " (the cheapest per epoch of the arms that no other beats)" if tied else ""
+    others = [mode for mode in row.used_modes() if mode != arm and row.cells[mode].scored_runs]
+    cost = f"costs {_cost_words(row, arm)}" + (
+        " against " + "; ".join(f"{mode} {_cost_words(row, mode)}" for mode in others)
+        if others
+        else ""
+    )
+    searched = all(
+        run.info.get("search") for cell in row.cells.values() for run in cell.scored_runs
+    )
+    fair = SEARCHED_RECIPES if searched else DEFAULT_RECIPES
+    first = row.paired[0]
+    return (
+        f"{label} ({first.metric}, points, 95% intervals): use {arm} "
+        f"({MODE_TITLES.get(arm, arm)}){why}: it {', '.join(said)}; it {cost}; {fair}."
+    )
+
+
+def answer_lines(report: "Report") -> List[str]:
+    """The answer sentence of every row with paired results, each with its under-training
+    warnings (a mode whose best epoch was its last: still improving when it stopped)."""
+    lines = []
+    for label, row in report.labelled_rows():
+        sentence = answer_sentence(label, row)
+        if sentence is not None:
+            lines.append(sentence)
+        for mode, (rising, told, epochs) in under_trained(row).items():
+            lines.append(
+                f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
+                f"runs ({epochs} epochs): still improving when training stopped, so "
+                "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
+                "another rate may change its verdict."
+            )
+    return lines

@@ -1,0 +1,115 @@
+"""
+What the runs cost, in the numbers the cost table and the answer show: the means come from
+each run's `cost.json` (written by the `tune_cost` trainer callback), and the encoder passes, a
+unit every machine shares, from the instances each epoch trained on and whether its encoder
+trained.
+"""
+
+import statistics
+from typing import Any, Optional, Sequence, Tuple
+
+from allennlp_tune.reporting.labels import (
+    NOT_AVAILABLE,
+)
+from allennlp_tune.rundir import (
+    Run,
+)
+
+# The cost table: (title, cost.json key, how a mean is shown); GPU MB only where some run has it.
+COST_COLUMNS = [
+    ("Trainable params", "trainable_params", "params"),
+    ("Stored params", "stored_params", "params"),
+    ("s/epoch", "mean_epoch_seconds", "seconds"),
+    ("Peak RSS MB", "peak_rss_mb", "mb"),
+    ("Peak GPU MB", "peak_gpu_mb", "mb"),
+    ("Archive MB", "archive_bytes", "bytes"),
+]
+GPU_KEY = "peak_gpu_mb"
+PASSES_HEADER = "Encoder passes"
+# A run "has costs" when its cost.json has what the tune_cost callback writes.
+COST_MARKER = "trainable_params"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def has_costs(run: Run) -> bool:
+    """
+    Whether the run's `cost.json` has what the `tune_cost` callback records. A run still
+    training (or killed) has one too, with the epochs so far: the cost table counts only scored
+    runs (`Summary.runs_with_costs`).
+    """
+    return run.cost is not None and _is_number(run.cost.get(COST_MARKER))
+
+
+def format_params(count: float) -> str:
+    """`110.1M`, `592.4k`, `13`."""
+    if count >= 1e6:
+        return f"{count / 1e6:.2f}M"
+    if count >= 1e3:
+        return f"{count / 1e3:.1f}k"
+    return f"{count:.0f}"
+
+
+def _share(part: float, total: float) -> str:
+    """`1.45%`, `42.0%`, `100%`; `>99.9%` for a frozen encoder that is a sliver of the model."""
+    if part >= total:
+        return "100%"
+    share = 100.0 * part / total
+    if share > 99.9:
+        return ">99.9%"
+    return f"{share:.2f}%" if share < 10 else f"{share:.1f}%"
+
+
+def uses_feature_cache(run: Run) -> bool:
+    """Whether the run's encoder had a feature cache (`feature_cache` set in its config)."""
+    return any(
+        key.split(".")[-1] == "feature_cache" or ".feature_cache." in key
+        for key, value in (run.settings or {}).items()
+        if value not in ("null", "false")
+    )
+
+
+def encoder_passes(run: Run) -> Optional[Tuple[int, int]]:
+    """
+    (forward+backward, forward-only) encoder passes over training instances, from `cost.json`'s
+    `epoch_instances` and `epoch_encoder_trained`: an epoch whose encoder trains counts its
+    instances forward and backward, a frozen epoch forward only, and with a feature cache only
+    the first frozen epoch (the later ones read the cache and run no encoder). Validation passes
+    are not counted. `None` for a run that did not record them.
+    """
+    cost = run.cost or {}
+    instances, trained = cost.get("epoch_instances"), cost.get("epoch_encoder_trained")
+    if not isinstance(instances, list) or not isinstance(trained, list) or not instances:
+        return None
+    cached = uses_feature_cache(run)
+    both = forward = 0
+    frozen_epochs = 0
+    for count, encoder_trained in zip(instances, trained):
+        if encoder_trained:
+            both += int(count)
+            continue
+        if not cached or frozen_epochs == 0:
+            forward += int(count)
+        frozen_epochs += 1
+    return both, forward
+
+
+def mean_encoder_passes(runs: Sequence[Run]) -> Optional[Tuple[float, float]]:
+    """The mean of `encoder_passes` over the runs that recorded it (pass the scored runs)."""
+    counted = [p for p in map(encoder_passes, runs) if p is not None]
+    if not counted:
+        return None
+    return (
+        statistics.fmean(both for both, _ in counted),
+        statistics.fmean(forward for _, forward in counted),
+    )
+
+
+def passes_text(passes: Optional[Tuple[float, float]]) -> str:
+    """`12.0k fwd+bwd, 4.0k fwd`, `n/a`."""
+    if passes is None:
+        return NOT_AVAILABLE
+    both, forward = passes
+    return f"{format_params(both)} fwd+bwd, {format_params(forward)} fwd"
