@@ -14,7 +14,7 @@ local cache = if vars.feature_cache then {feature_cache: {}} else {};
 local lora = {r: vars.lora_r, alpha: vars.lora_alpha, dropout: 0.1};
 
 {
-  bert(task, mode, layers="all", word_level=false):: {
+  bert(task, mode, layers="all", word_level=false, tuned_groups="all"):: {
     local model = vars.bert_model(std.get(task, "cased", false)),
     name: "bert",
     key: "tokens",
@@ -30,10 +30,11 @@ local lora = {r: vars.lora_r, alpha: vars.lora_alpha, dropout: 0.1};
       mode: mode,
       layers: layers,
     } + (if mode == "feature_extraction" then cache else {})
-      + (if mode == "lora" then {lora: lora} else {}),
+      + (if mode == "lora" then {lora: lora} else {})
+      + (if tuned_groups != "all" then {tuned_groups: tuned_groups} else {}),
   },
 
-  elmo(mode, layers="all"):: {
+  elmo(mode, layers="all", tuned_groups="all"):: {
     name: "elmo",
     key: "elmo_chars",  // not "elmo": BCN reserves that key for its own ELMo
     tokenizer: null,  // the readers' default, spaCy's rule-based English tokenizer
@@ -48,6 +49,7 @@ local lora = {r: vars.lora_r, alpha: vars.lora_alpha, dropout: 0.1};
       // vector); ESIM, BCN and the CRF tagger drop out their input themselves and set it to 0.0
       // (models.libsonnet), as allennlp-models' published ELMo configs do.
       dropout: 0.5,
-    } + (if mode == "feature_extraction" then cache else {}),
+    } + (if mode == "feature_extraction" then cache else {})
+      + (if tuned_groups != "all" then {tuned_groups: tuned_groups} else {}),
   },
 }

@@ -1,7 +1,7 @@
 // One cell of the grid: `cell(task, encoder, mode, options)`, with encoder "bert" or "elmo",
 // mode "fe" (feature extraction), "ft" (fine-tuning), "sf" (stack-then-finetune), "bitfit" (only
-// the encoder's bias terms train) or "lora" (low-rank adapters train, BERT-family encoders only),
-// and task
+// the encoder's bias terms train), "lora" (low-rank adapters train, BERT-family encoders only)
+// or a block, "topK" / "bottomK" (only the K highest / lowest layer groups fine-tune), and task
 // either the name of a shipped task (tasks.libsonnet: conll2003, sst2, mnli, sick_e, sick_r,
 // mrpc, sts_b, cola) or a task object, such as `import "tasks/sick_e.jsonnet"` or your own:
 //
@@ -49,6 +49,17 @@ local encoder_modes = {
 };
 local parameter_efficient = ["bitfit", "lora"];
 
+// Block modes: "topK" / "bottomK" fine-tune only the K highest / lowest layer groups (0 = the
+// embeddings or ELMo's char CNN) with the fine-tuning head and recipe; the other groups stay
+// frozen (the embedder's `tuned_groups`). Anything else is null.
+local digits(text) = std.length(text) > 0
+                     && std.all([std.member("0123456789", c) for c in std.stringChars(text)]);
+local block_groups(mode) =
+  local rest(prefix) = std.substr(mode, std.length(prefix), std.length(mode) - std.length(prefix));
+  if std.startsWith(mode, "top") && digits(rest("top")) then "top:" + rest("top")
+  else if std.startsWith(mode, "bottom") && digits(rest("bottom")) then "bottom:" + rest("bottom")
+  else null;
+
 // A task kind as the networks see it: one text, a pair or tagging (`shape`), and whether the
 // label is a score.
 local kinds = {
@@ -86,8 +97,10 @@ local task_object(task) =
 
 {
   cell(task_spec, encoder_name, mode, options={})::
-    assert std.objectHas(encoder_modes, mode) :
-           "mode must be fe, ft, sf, bitfit or lora, not " + mode;
+    local block = block_groups(mode);
+    assert std.objectHas(encoder_modes, mode) || block != null :
+           "mode must be fe, ft, sf, bitfit, lora, topK or bottomK (K layer groups fine-tuned), "
+           + "not " + mode;
     assert !(encoder_name == "elmo" && mode == "lora") :
            "mode lora adapts a transformer's attention and feed-forward layers (low-rank "
            + "matrices beside their projection weights, peft); ELMo's character CNN and LSTMs have "
@@ -102,11 +115,13 @@ local task_object(task) =
     // Everything else mixes all layers, as ELMo always does; stack-then-finetune too, so that
     // its frozen phase trains a head on the mix (a frozen single layer would leave the
     // `discriminative` optimizer nothing trainable of the encoder's to find it by).
-    local tuned = mode == "ft" || std.member(parameter_efficient, mode);
+    local tuned = mode == "ft" || block != null || std.member(parameter_efficient, mode);
     local layers = if encoder_name == "bert" && tuned then "top" else "all";
+    local encoder_mode = if block != null then "fine_tuning" else encoder_modes[mode];
+    local groups = if block != null then block else "all";
     local encoder =
-      if encoder_name == "bert" then encoders.bert(task, encoder_modes[mode], layers, tagging)
-      else if encoder_name == "elmo" then encoders.elmo(encoder_modes[mode], layers)
+      if encoder_name == "bert" then encoders.bert(task, encoder_mode, layers, tagging, groups)
+      else if encoder_name == "elmo" then encoders.elmo(encoder_mode, layers, groups)
       else error "encoder must be bert or elmo, not " + encoder_name;
     local pair_encoding = std.get(options, "pair_encoding",
                                   if encoder_name == "bert" then "joint" else "separate");
@@ -136,8 +151,9 @@ local task_object(task) =
       ) else if encoder_name == "bert" || task.shape == "single" then
         models.pooled(task, encoder, if encoder_name == "bert" then vars.pooling else "max")
       else models.bi_attention(task, encoder, std.get(options, "bi_attention", true));
-    local gradual = std.get(options, "gradual_unfreezing",
-                            task.name == "sst2" || task.name == "conll2003");
+    // A block mode keeps its groups: no schedule unfreezes the others.
+    local gradual = block == null && std.get(options, "gradual_unfreezing",
+                                             task.name == "sst2" || task.name == "conll2003");
     {
       dataset_reader: reader,
       [if std.objectHas(task, "validation_reader") then "validation_dataset_reader"]:

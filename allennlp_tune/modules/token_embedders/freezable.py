@@ -33,6 +33,7 @@ checks the fingerprint, so an archive never runs silently on other base weights.
 
 import hashlib
 import logging
+import re
 from contextlib import nullcontext
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
@@ -123,6 +124,56 @@ def parse_layers(layers: Union[str, Sequence[int]], num_layers: int, owner: str)
     if len(set(indices)) != len(indices):
         raise ConfigurationError(f"{owner}.layers {list(layers)} names a layer twice; {valid}.")
     return sorted(indices)
+
+
+def parse_tuned_groups(spec: str, group_names: Sequence[str], mode: str, owner: str) -> Set[int]:
+    """
+    The layer groups that `tuned_groups` names, as indices bottom to top (0 = the embeddings or
+    ELMo's char CNN): `"all"`; `"top:K"`, the K highest groups; `"bottom:K"`, the K lowest; a
+    range `"I-J"` of group indices (both included); or group names separated by commas
+    (`"embeddings,layer_0"`). The other groups stay frozen (no gradient, eval mode) from the
+    start, as in feature extraction: surgical fine-tuning of one block (Lee et al., 2023) and
+    `freeze_to(n)` in fastai. `feature_extraction` trains no group, so it takes only `"all"`.
+    """
+    count = len(group_names)
+    names = ", ".join(f"{index}={name}" for index, name in enumerate(group_names))
+    fix = (
+        f'Give "all", "top:K" or "bottom:K" with K in 1..{count}, a range "I-J" of group '
+        f"indices, or group names separated by commas; this encoder's groups are {names}."
+    )
+    if not isinstance(spec, str):
+        raise ConfigurationError(f"{owner}.tuned_groups is {spec!r}, not a string. {fix}")
+    text = spec.strip()
+    if text == "all":
+        return set(range(count))
+    if mode == FEATURE_EXTRACTION:
+        raise ConfigurationError(
+            f'{owner}.tuned_groups is {spec!r} but {owner}.mode is "feature_extraction", which '
+            'trains no group. Use mode "fine_tuning" (or "bitfit", "lora") with tuned_groups, '
+            'or leave tuned_groups at "all".'
+        )
+    match = re.fullmatch(r"(top|bottom):(\d+)", text)
+    if match:
+        k = int(match.group(2))
+        if not 1 <= k <= count:
+            raise ConfigurationError(f"{owner}.tuned_groups is {spec!r}: K out of range. {fix}")
+        return set(range(count - k, count)) if match.group(1) == "top" else set(range(k))
+    match = re.fullmatch(r"(\d+)-(\d+)", text)
+    if match:
+        low, high = int(match.group(1)), int(match.group(2))
+        if not low <= high < count:
+            raise ConfigurationError(f"{owner}.tuned_groups is {spec!r}: not a range. {fix}")
+        return set(range(low, high + 1))
+    if not text:
+        raise ConfigurationError(f"{owner}.tuned_groups is empty. {fix}")
+    chosen = [name.strip() for name in text.split(",")]
+    unknown = [name for name in chosen if name not in group_names]
+    if unknown:
+        raise ConfigurationError(
+            f"{owner}.tuned_groups is {spec!r}: {', '.join(map(repr, unknown))} is not a "
+            f"group. {fix}"
+        )
+    return {list(group_names).index(name) for name in chosen}
 
 
 def build_scalar_mix(
@@ -271,11 +322,13 @@ class FreezableEncoderMixin:
         serialization_dir: Optional[str],
         owner: str,
         base_weights: str = "the pretrained weights",
+        tuned_groups: str = "all",
     ) -> None:
         """
         `layer_prefixes` and `bottom_prefixes` are `assign_groups`'s. `base_weights` says where
         the pretrained weights come from (`model_name ...`), for the error when an archive's
-        fingerprint of its frozen weights does not match them.
+        fingerprint of its frozen weights does not match them. `tuned_groups` is the
+        embedder's parameter (`parse_tuned_groups`): the groups that train from the start.
         """
         encoder = getattr(self, encoder_name)
         module_groups, parameter_groups = assign_groups(encoder, layer_prefixes, bottom_prefixes)
@@ -300,7 +353,8 @@ class FreezableEncoderMixin:
         self._base_weights = base_weights
         self._base_fingerprint: Optional[bytes] = None
         self._loading_prefix: Optional[str] = None
-        self._trainable = set() if mode == FEATURE_EXTRACTION else set(range(len(group_names)))
+        tuned = parse_tuned_groups(tuned_groups, self._group_names, mode, owner)
+        self._trainable = set() if mode == FEATURE_EXTRACTION else tuned
         self._fingerprint = None
         self._feature_cache = None
         if feature_cache is not None:

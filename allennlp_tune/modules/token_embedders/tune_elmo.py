@@ -94,6 +94,9 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
         scalar mix trains), `"fine_tuning"` (every biLM weight trains) or `"bitfit"` (only the
         parameters whose name ends in `bias` train; otherwise as fine-tuning, see
         `tune_transformer`). `"lora"` is an error.
+    tuned_groups : `str`, optional (default = `"all"`)
+        The layer groups that train (`"char_cnn"`, `"lstm_0"`, `"lstm_1"`, bottom to top):
+        `"all"`, `"top:K"`, `"bottom:K"`, a range `"I-J"` or names, as in `tune_transformer`.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
         `"all"` (0 = char-CNN, 1 and 2 = biLSTM layers), `"top"`, or a list of indices.
     scalar_mix : `Dict[str, Any]`, optional (default = `None`)
@@ -115,6 +118,7 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
         weight_file: str,
         *,
         mode: str = "feature_extraction",
+        tuned_groups: str = "all",
         layers: Union[str, List[int]] = "all",
         scalar_mix: Optional[Dict[str, Any]] = None,
         dropout: float = 0.5,
@@ -165,6 +169,7 @@ class TuneElmoEmbedder(FreezableEncoderMixin, TokenEmbedder):
             feature_cache=feature_cache,
             serialization_dir=serialization_dir,
             owner=owner,
+            tuned_groups=tuned_groups,
             base_weights=f"weight_file {weight_file!r}",
         )
 

@@ -52,6 +52,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         "type": "tune_transformer",
         "model_name": "bert-base-cased",
         "mode": "feature_extraction",        // or "fine_tuning"
+        "tuned_groups": "all",               // or "top:2": fine-tune only the top 2 layers
         "layers": "all",                     // embeddings + every layer
         "scalar_mix": {"do_layer_norm": false},
         "dropout": 0.1,
@@ -107,6 +108,14 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         ModernBERT (`Wqkv`, its fused query/key/value projection)). `{}`
         or `null` uses every default. The adapters are added before the layer groups are formed,
         so each LoRA matrix is in its layer's group. See `lora.py`.
+    tuned_groups : `str`, optional (default = `"all"`)
+        Which layer groups train in `fine_tuning`, `bitfit` and `lora` (see `layer_groups()`;
+        0 = the embeddings, then one group per layer): `"all"`, `"top:K"` (the K highest),
+        `"bottom:K"` (the K lowest), a range `"I-J"` of group indices, or group names separated
+        by commas (`"embeddings,layer_0"`). The other groups stay frozen from the start: no
+        gradient (autograd stops at the lowest tuned group), eval mode, and in `bitfit` / `lora`
+        their biases / LoRA matrices do not train either. `feature_extraction` takes only
+        `"all"`. Training callbacks that `freeze()` / `unfreeze()` change the set later.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
         Which hidden states are mixed: `"all"` (0 = embeddings through `num_hidden_layers`),
         `"top"` (the last layer only: no mix), or a list of indices (negative ones count from
@@ -153,6 +162,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         *,
         mode: str = "feature_extraction",
         lora: Optional[Dict[str, Any]] = None,
+        tuned_groups: str = "all",
         layers: Union[str, List[int]] = "all",
         scalar_mix: Optional[Dict[str, Any]] = None,
         dropout: float = 0.0,
@@ -237,6 +247,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             feature_cache=feature_cache,
             serialization_dir=serialization_dir,
             owner=owner,
+            tuned_groups=tuned_groups,
             base_weights=f"model_name {model_name!r}"
             + (
                 f" with override_weights_file {override_weights_file!r}"

@@ -48,6 +48,9 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
     lora : `Dict[str, Any]`, optional (default = `None`)
         With `mode: "lora"`: `{"r": 8, "alpha": 16, "dropout": 0.1, "target_modules": null}`,
         as in `tune_transformer`.
+    tuned_groups : `str`, optional (default = `"all"`)
+        The layer groups that train (`"top:2"`, `"bottom:1"`, `"2-4"`, names), as in
+        `tune_transformer`.
     layers : `Union[str, List[int]]`, optional (default = `"all"`)
     scalar_mix : `Dict[str, Any]`, optional (default = `None`)
     dropout : `float`, optional (default = `0.0`)
@@ -68,6 +71,7 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
         pooling: str = "first",
         mode: str = "feature_extraction",
         lora: Optional[Dict[str, Any]] = None,
+        tuned_groups: str = "all",
         layers: Union[str, List[int]] = "all",
         scalar_mix: Optional[Dict[str, Any]] = None,
         dropout: float = 0.0,
@@ -93,6 +97,7 @@ class TuneTransformerMismatchedEmbedder(TokenEmbedder):
             model_name,
             mode=mode,
             lora=lora,
+            tuned_groups=tuned_groups,
             layers=layers,
             scalar_mix=scalar_mix,
             dropout=dropout,
