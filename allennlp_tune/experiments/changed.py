@@ -28,20 +28,6 @@ from allennlp_tune.rundir import (
 MAX_NAMED_DIFFERENCES = 6
 
 
-def check_results_dir(results_dir: Path) -> None:
-    """Refuses a results folder that is a file, or lies under one, before anything is written."""
-    results_dir = Path(results_dir)
-    for path in (results_dir, *results_dir.parents):
-        if path.exists() or path.is_symlink():
-            if not path.is_dir():
-                where = "is" if path == results_dir else f"lies under {path}, which is"
-                raise ConfigurationError(
-                    f"--results-dir {results_dir} {where} a file, not a folder; give the path "
-                    "of a folder (it is created if missing)."
-                )
-            return
-
-
 def render_run_config(
     config: Path,
     run_ext_vars: Mapping[str, str],
