@@ -5,6 +5,8 @@ The two vocabularies of a training mode, and the one map between them.
   tune-compare's `--modes` takes it and the report orders its columns by it. `fe` feature
   extraction, `ft` fine-tuning, `sf` stack-then-finetune, `bitfit` bias-only fine-tuning, `lora`
   low-rank adapters.
+- Block modes (`topK`, `bottomK`): a family of run modes beside `RUN_MODES`, fine-tuning only
+  K layer groups (`block_groups`, `is_run_mode`, `ordered_run_modes`).
 - `EMBEDDER_MODES`: the `mode` parameter of the `tune_*` token embedders, what the encoder trains
   when training starts.
 
@@ -20,7 +22,8 @@ does).
 every room can use it.
 """
 
-from typing import Dict, Tuple
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
 
 FEATURE_EXTRACTION = "feature_extraction"
 FINE_TUNING = "fine_tuning"
@@ -45,7 +48,49 @@ RUN_MODE_OF_EMBEDDER_MODE: Dict[str, str] = {
     if run_mode != STACK_THEN_FINETUNE
 }
 
+# Block modes, a family of run modes: `topK` / `bottomK` fine-tune only the K highest / lowest
+# layer groups (the embedder's `tuned_groups`, `top:K` / `bottom:K`) and keep the rest frozen.
+BLOCK_MODE_PATTERN = r"(?:top|bottom)[1-9][0-9]?"
+_BLOCK_MODE = re.compile(r"^(top|bottom)([1-9][0-9]?)$")
+
+
+def block_groups(mode: str) -> Optional[str]:
+    """The embedder's `tuned_groups` of a block mode (`top2` -> `top:2`), `None` for others."""
+    match = _BLOCK_MODE.match(mode)
+    return f"{match.group(1)}:{match.group(2)}" if match else None
+
+
+def is_run_mode(mode: str) -> bool:
+    """One of `RUN_MODES` or a block mode."""
+    return mode in RUN_MODES or block_groups(mode) is not None
+
+
+def embedder_mode_of(mode: str) -> str:
+    """The embedder's mode of a run mode; a block mode fine-tunes its block."""
+    return FINE_TUNING if block_groups(mode) else EMBEDDER_MODE_OF_RUN_MODE[mode]
+
+
+def _order(mode: str) -> Tuple[int, int, int, str]:
+    if mode in RUN_MODES:
+        return (RUN_MODES.index(mode), 0, 0, mode)
+    match = _BLOCK_MODE.match(mode)
+    if match:  # after RUN_MODES: the top blocks by size, then the bottom ones
+        return (len(RUN_MODES), 0 if match.group(1) == "top" else 1, int(match.group(2)), mode)
+    return (len(RUN_MODES) + 1, 0, 0, mode)
+
+
+def ordered_run_modes(modes: Iterable[str]) -> List[str]:
+    """`modes` once each in the report's order: `RUN_MODES`, then top blocks, bottom blocks, and
+    any other name last."""
+    return sorted(set(modes), key=_order)
+
+
 __all__ = [
+    "BLOCK_MODE_PATTERN",
+    "block_groups",
+    "embedder_mode_of",
+    "is_run_mode",
+    "ordered_run_modes",
     "BITFIT",
     "EMBEDDER_MODES",
     "EMBEDDER_MODE_OF_RUN_MODE",

@@ -16,12 +16,14 @@ from allennlp_tune.commands.results_options import (
     positive_int,
     train_and_report,
 )
-from allennlp_tune.experiments.compare import COMPARE_MODES, DEFAULT_MODES
+from allennlp_tune.experiments.compare import DEFAULT_MODES, MODES_EXPECTED
+from allennlp_tune.modes import is_run_mode
 
 DEFAULT_SEEDS = (1, 2, 3)
 MODES_HELP = (
     "fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune), bitfit (only the "
-    "encoder's bias terms train), lora (low-rank adapters train; transformer encoders only); "
+    "encoder's bias terms train), lora (low-rank adapters train; transformer encoders only), "
+    "topK / bottomK (only the K highest / lowest layer groups fine-tune, e.g. top2); "
     f"default: {' '.join(DEFAULT_MODES)}"
 )
 
@@ -29,6 +31,13 @@ COMPARE_DESCRIPTION = """Feature extraction vs fine-tuning (vs stack-then-finetu
 encoder on one task: a shipped task name (sick_e, sst2, ...) or a task file of your own. Writes
 one config per mode into RESULTS_DIR/configs/, trains them x seeds as tune-grid does
 (resumable), then prints the report."""
+
+
+def run_mode(text: str) -> str:
+    """`--modes`' type: a run mode (`COMPARE_MODES`) or a block mode, else argparse's error."""
+    if not is_run_mode(text):
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {MODES_EXPECTED})")
+    return text
 
 
 def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
@@ -55,7 +64,8 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
     subparser.add_argument(
         "--modes",
         nargs="+",
-        choices=COMPARE_MODES,
+        type=run_mode,
+        metavar="MODE",
         help=MODES_HELP,
     )
     # The default through set_defaults: MODES_HELP names it already, and AllenNLP's parser would

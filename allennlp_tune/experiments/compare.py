@@ -2,9 +2,11 @@
 tune-compare: freeze or fine-tune one encoder on one task, a shipped one or your own, in one
 command.
 
-The modes (`COMPARE_MODES`) are the grid's `fe`, `ft` and `sf` (the default, `DEFAULT_MODES`)
-and the parameter-efficient `bitfit` (only the encoder's bias terms train) and `lora` (low-rank
-adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is refused).
+The modes (`COMPARE_MODES`) are the grid's `fe`, `ft` and `sf` (the default, `DEFAULT_MODES`),
+the parameter-efficient `bitfit` (only the encoder's bias terms train) and `lora` (low-rank
+adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is refused), and the
+block modes `topK` / `bottomK` (only the K highest / lowest layer groups fine-tune,
+`allennlp_tune.modes.block_groups`).
 
 `run_compare(task, encoder, modes, seeds, results_dir, ...)`:
 
@@ -61,6 +63,7 @@ from allennlp_tune.experiments.task_checks import (
     check_num_labels,
     check_reader,
 )
+from allennlp_tune.modes import is_run_mode, ordered_run_modes
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.rundir import RUN_MODES, RunName, parse_run_name
 
@@ -96,6 +99,10 @@ ELMO = "elmo"
 # What `--modes` accepts (every mode a run name reads back, in the report's order), and its
 # default (the paper's three).
 COMPARE_MODES = RUN_MODES
+MODES_EXPECTED = (
+    f"{', '.join(COMPARE_MODES)}, or a block topK / bottomK (K = 1 to 99 layer groups "
+    "fine-tuned, the rest frozen)"
+)
 DEFAULT_MODES = ("fe", "ft", "sf")
 # Modes of `cell()` that adapt transformer layers, which ELMo has none of.
 TRANSFORMER_ONLY_MODES = ("lora",)
@@ -428,8 +435,8 @@ def config_text(task: Task, encoder: Encoder, mode: str) -> str:
 def check_modes(modes: Sequence[str], encoder: Encoder) -> None:
     """Refuses an unknown mode, and a transformer-only mode (lora) with ELMo, naming both."""
     for mode in modes:
-        if mode not in COMPARE_MODES:
-            raise ConfigurationError(f"--modes {mode!r}: expected {', '.join(COMPARE_MODES)}.")
+        if not is_run_mode(mode):
+            raise ConfigurationError(f"--modes {mode!r}: expected {MODES_EXPECTED}.")
         if mode in TRANSFORMER_ONLY_MODES and encoder.family == ELMO:
             raise ConfigurationError(
                 f"--modes {mode} needs a transformer encoder: LoRA trains low-rank matrices beside "
@@ -462,7 +469,7 @@ def write_configs(
                 f"The run name {stem} does not read back as task {task.name!r}, encoder "
                 f"{encoder.label!r}, mode {mode!r}; rename the task (its name in {task.source}) "
                 "so that it holds no '_<word>_<mode>' part (a mode: "
-                f"{', '.join(COMPARE_MODES)}), and no 'seed'."
+                f"{MODES_EXPECTED}), and no 'seed'."
             )
         path = folder / f"{stem}.jsonnet"
         text = config_text(task, encoder, mode)
@@ -522,7 +529,7 @@ def run_compare(
     configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
     if sequential is not None and not grid_options.get("plan_only"):
         written = dict(zip(dict.fromkeys(modes), configs))
-        by_mode = {mode: written[mode] for mode in RUN_MODES if mode in written}  # report's order
+        by_mode = {mode: written[mode] for mode in ordered_run_modes(written)}  # report's order
         # Lazy: importing allennlp_tune (every `allennlp` command) imports this module, and the
         # rounds bring the reporting room.
         from allennlp_tune.experiments.rounds import run_sequential

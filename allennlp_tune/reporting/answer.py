@@ -7,6 +7,7 @@ its last (still improving when training stopped).
 
 from typing import Dict, List, Optional, Tuple
 
+from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
@@ -15,7 +16,7 @@ from allennlp_tune.reporting.costs import (
     passes_text,
 )
 from allennlp_tune.reporting.labels import (
-    MODE_TITLES,
+    mode_title,
     signed,
 )
 from allennlp_tune.reporting.paired import (
@@ -78,7 +79,7 @@ def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
     return (
         seconds if seconds is not None else float("inf"),
         params if params is not None else float("inf"),
-        RUN_MODES.index(mode),
+        ordered_run_modes([*RUN_MODES, mode]).index(mode),
     )
 
 
@@ -93,7 +94,7 @@ def choose_arm(row: Row) -> Optional[str]:
         for result in row.paired
         if result.verdict in (result.mode_a, result.mode_b)
     }
-    unbeaten = [mode for mode in RUN_MODES if mode in compared and mode not in beaten]
+    unbeaten = [mode for mode in ordered_run_modes(compared) if mode not in beaten]
     return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
 
 
@@ -143,7 +144,7 @@ def answer_sentence(label: str, row: Row) -> Optional[str]:
     first = row.paired[0]
     return (
         f"{label} ({first.metric}, points, 95% intervals): use {arm} "
-        f"({MODE_TITLES.get(arm, arm)}){why}: it {', '.join(said)}; it {cost}; {fair}."
+        f"({mode_title(arm)}){why}: it {', '.join(said)}; it {cost}; {fair}."
     )
 
 

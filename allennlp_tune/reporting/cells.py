@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting.costs import (
     COST_COLUMNS,
     _is_number,
@@ -33,7 +34,6 @@ from allennlp_tune.reporting.paired import (
 )
 from allennlp_tune.rundir import (
     OK,
-    RUN_MODES,
     STATUSES,
     Run,
 )
@@ -255,8 +255,8 @@ class Row:
         return None if fe is None or ft is None else ft - fe
 
     def used_modes(self) -> List[str]:
-        """The modes of this row that have runs, in `RUN_MODES` order."""
-        return [mode for mode in RUN_MODES if mode in self.cells and self.cells[mode].runs]
+        """The modes of this row that have runs, in the report's order (`ordered_run_modes`)."""
+        return [mode for mode in ordered_run_modes(self.cells) if self.cells[mode].runs]
 
     @property
     def metric(self) -> str:

@@ -11,6 +11,8 @@ The names of a run directory's files and of the seed's ext var are the run-folde
 
 from typing import Dict, Optional
 
+from allennlp_tune.modes import block_groups
+
 # Table 2 of the paper (Peters, Ruder & Smith 2019, "To Tune or Not to Tune?"): GLUE, SICK and
 # CoNLL scores per encoder, feature extraction (fe) and fine-tuning (ft).
 PAPER_TABLE_2: Dict[str, Dict[str, Dict[str, float]]] = {
@@ -111,6 +113,17 @@ def task_title(task: str) -> str:
 def encoder_title(encoder: str) -> str:
     """`BERT` for `bert`; an encoder that is not the paper's keeps its name."""
     return ENCODER_TITLES.get(encoder, encoder)
+
+
+def mode_title(mode: str) -> str:
+    """`fine-tuning` for `ft`; `top 2 layer groups fine-tuned` for the block mode `top2`."""
+    if mode in MODE_TITLES:
+        return MODE_TITLES[mode]
+    groups = block_groups(mode)
+    if groups is None:
+        return mode
+    side, count = groups.split(":")
+    return f"{side} {count} layer group{'s' if count != '1' else ''} fine-tuned"
 
 
 def mode_colour(mode: str) -> str:

@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting import labels
 from allennlp_tune.reporting.labels import REFERENCE
 from allennlp_tune.rundir import (
@@ -41,7 +42,6 @@ from allennlp_tune.rundir import (
     COST_NAME,
     OK,
     PREDICTIONS_NAME,
-    RUN_MODES,
     read_json,
 )
 
@@ -92,12 +92,10 @@ def task_title(row: Mapping[str, Any]) -> str:
 
 
 def used_modes(row: Mapping[str, Any]) -> List[str]:
-    """The row's modes with runs, in `RUN_MODES` order (unknown modes after them)."""
+    """The row's modes with runs, in the report's order (`ordered_run_modes`)."""
     cells = row.get("cells") or {}
     used = [mode for mode, cell in cells.items() if isinstance(cell, dict) and cell.get("runs")]
-    return [mode for mode in RUN_MODES if mode in used] + [
-        mode for mode in used if mode not in RUN_MODES
-    ]
+    return ordered_run_modes(used)
 
 
 def _as_percent(row: Mapping[str, Any]) -> bool:
@@ -112,7 +110,7 @@ def _metric_title(row: Mapping[str, Any]) -> str:
 def forest_data(row: Mapping[str, Any], reference: str = REFERENCE) -> List[Dict[str, Any]]:
     """
     The forest plot's points: one per `paired` entry whose reference (`mode_b`) is `reference`,
-    in `RUN_MODES` order: mode, reference, difference, low, high, verdict, metric, examples,
+    in the report's order: mode, reference, difference, low, high, verdict, metric, examples,
     seeds_a, seeds_b (as in the JSON). Empty when the row has no such entries.
     """
     points = []
@@ -136,8 +134,8 @@ def forest_data(row: Mapping[str, Any], reference: str = REFERENCE) -> List[Dict
                 "seeds_b": entry.get("seeds_b"),
             }
         )
-    order = {mode: index for index, mode in enumerate(RUN_MODES)}
-    return sorted(points, key=lambda point: order.get(point["mode"], len(RUN_MODES)))
+    order = ordered_run_modes(str(point["mode"]) for point in points)
+    return sorted(points, key=lambda point: order.index(str(point["mode"])))
 
 
 def forest_missing_reason(row: Mapping[str, Any]) -> str:

@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting.cells import KnownOverlap, Row, Summary
 from allennlp_tune.reporting.costs import has_costs
 from allennlp_tune.reporting.intervals import compute_paired, equivalent_verdict
@@ -528,13 +529,16 @@ def build_report(
     for encoder in sorted({encoder for encoder, _, _ in cells}, key=_encoder_order):
         rows = []
         for task in tasks:
-            if not any((encoder, task, mode) in cells for mode in RUN_MODES):
+            modes = ordered_run_modes(
+                [*RUN_MODES, *(m for e, t, m in cells if (e, t) == (encoder, task))]
+            )
+            if not any((encoder, task, mode) in cells for mode in modes):
                 continue
             paper = PAPER_TABLE_2.get(encoder, {})
             rows.append(
                 Row(
                     task=task,
-                    cells={mode: cells.get((encoder, task, mode), Summary()) for mode in RUN_MODES},
+                    cells={mode: cells.get((encoder, task, mode), Summary()) for mode in modes},
                     paper={mode: paper.get(mode, {}).get(task) for mode in ("fe", "ft")},
                 )
             )

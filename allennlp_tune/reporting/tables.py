@@ -8,6 +8,7 @@ paired differences under it (`paired_table`), its costs (`cost_table`) and the o
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting.cells import Row, Summary
 from allennlp_tune.reporting.costs import (
     COST_COLUMNS,
@@ -99,10 +100,10 @@ def has_paper_numbers(rows: Sequence[Row]) -> bool:
 
 
 def shown_modes(rows: Sequence[Row]) -> List[str]:
-    """fe, ft and sf, then bitfit and lora where some row has runs of them."""
+    """fe, ft and sf, then bitfit, lora and block modes where some row has runs of them."""
     used = {mode for row in rows for mode in row.used_modes()}
     return list(ALWAYS_SHOWN_MODES) + [
-        mode for mode in RUN_MODES if mode not in ALWAYS_SHOWN_MODES and mode in used
+        mode for mode in ordered_run_modes(used) if mode not in ALWAYS_SHOWN_MODES
     ]
 
 
@@ -159,7 +160,8 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     compared = [row for row in rows if row.paired]
     if not compared:
         return None
-    order = row_pairs(RUN_MODES)
+    used = {mode for row in compared for mode in row.used_modes()}
+    order = row_pairs(ordered_run_modes([*RUN_MODES, *used]))
     present = {(r.mode_a, r.mode_b) for row in compared for r in row.paired}
     pairs = [pair for pair in order if pair in present]
     body = []

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Tuple
 
-from allennlp_tune.modes import RUN_MODES
+from allennlp_tune.modes import BLOCK_MODE_PATTERN, RUN_MODES
 
 # The paper's task order (Table 2).
 TASKS = ("conll2003", "sst2", "mnli", "sick_e", "sick_r", "mrpc", "sts_b")
@@ -40,7 +40,9 @@ SEED_EXT_VAR = "TUNE_SEED"
 # so `sick_e_bert_fe_separate` is sick_e / bert / fe / separate and `my_reviews_minilm_ft` is
 # my_reviews / minilm / ft. (tune-compare refuses a task name that would not read back.)
 _NAME_PATTERN = re.compile(
-    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>" + "|".join(RUN_MODES) + r")"
+    r"^(?P<task>[a-z0-9_]+?)_(?P<encoder>[a-z0-9]+)_(?P<mode>"
+    + "|".join(RUN_MODES + (BLOCK_MODE_PATTERN,))
+    + r")"
     r"(?:[_\-.](?P<variant>.+))?$"
 )
 _SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")

@@ -412,3 +412,29 @@ def test_a_sentence_transformers_checkpoint_pools_as_it_declares(tmp_path, monke
     assert given[-1]["TUNE_POOLING"] == "cls" and "declares" not in capsys.readouterr().err
     run_compare(str(task), str(BERT), ["ft"], [1], tmp_path / "c", progress=False)
     assert "TUNE_POOLING" not in given[-1]
+
+
+def test_tune_compare_with_block_modes(tmp_path, monkeypatch, capsys):
+    """`--modes ft top1`: the block's config fine-tunes only its top layer group, its runs are
+    named and reported like any mode's, and a mode that is neither is refused by argparse."""
+    write_reviews(tmp_path / "task")
+    monkeypatch.chdir(tmp_path)
+    argv = ["tune-compare", "task/reviews.jsonnet", "--encoder", str(BERT), "--seeds", "1"]
+    argv += ["--modes", "ft", "top1", "--results-dir", "out", "--ext-var", "TUNE_EPOCHS=1"]
+    assert allennlp(monkeypatch, *argv, "--no-progress") == 0
+    printed = capsys.readouterr()
+    assert run_names(tmp_path / "out") == [
+        "reviews_bertuncased_ft/seed_1",
+        "reviews_bertuncased_top1/seed_1",
+    ]
+    config = json.loads(
+        (tmp_path / "out" / "reviews_bertuncased_top1" / "seed_1" / "config.json").read_text()
+    )
+    embedder = config["model"]["text_field_embedder"]["token_embedders"]["tokens"]
+    assert embedder["mode"] == "fine_tuning" and embedder["tuned_groups"] == "top:1"
+    header = [line for line in printed.out.splitlines() if line.startswith("| Task | Metric |")]
+    assert header and "top1 (ours)" in header[0], printed.out
+    assert "top1 − ft" in printed.out or "top1 vs ft" in printed.out, printed.out
+
+    assert allennlp(monkeypatch, *argv[:-4], "middle1", "--results-dir", "out") == 2
+    assert "invalid choice: 'middle1'" in capsys.readouterr().err
