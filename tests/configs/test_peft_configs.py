@@ -126,5 +126,7 @@ def test_lora_with_elmo_is_refused_with_the_reason(tmp_path):
 def test_an_unknown_mode_lists_the_modes(tmp_path):
     path = tmp_path / "adapter.jsonnet"
     path.write_text(cell_text("sick_e", "bert", "adapter"), encoding="utf-8")
-    with pytest.raises(RuntimeError, match=re.escape("mode must be fe, ft, sf, bitfit, lora, topK or bottomK")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("mode must be fe, ft, sf, bitfit, lora, topK or bottomK")
+    ):
         evaluate(path)
