@@ -65,12 +65,9 @@ def is_run_mode(mode: str) -> bool:
     return mode in RUN_MODES or block_groups(mode) is not None
 
 
-def embedder_mode_of(mode: str) -> str:
-    """The embedder's mode of a run mode; a block mode fine-tunes its block."""
-    return FINE_TUNING if block_groups(mode) else EMBEDDER_MODE_OF_RUN_MODE[mode]
-
-
-def _order(mode: str) -> Tuple[int, int, int, str]:
+def mode_order(mode: str) -> Tuple[int, int, int, str]:
+    """The sort key of the report's order: `RUN_MODES`, then the top blocks by size, then the
+    bottom ones, then any other name."""
     if mode in RUN_MODES:
         return (RUN_MODES.index(mode), 0, 0, mode)
     match = _BLOCK_MODE.match(mode)
@@ -82,14 +79,14 @@ def _order(mode: str) -> Tuple[int, int, int, str]:
 def ordered_run_modes(modes: Iterable[str]) -> List[str]:
     """`modes` once each in the report's order: `RUN_MODES`, then top blocks, bottom blocks, and
     any other name last."""
-    return sorted(set(modes), key=_order)
+    return sorted(set(modes), key=mode_order)
 
 
 __all__ = [
     "BLOCK_MODE_PATTERN",
     "block_groups",
-    "embedder_mode_of",
     "is_run_mode",
+    "mode_order",
     "ordered_run_modes",
     "BITFIT",
     "EMBEDDER_MODES",

@@ -7,7 +7,7 @@ its last (still improving when training stopped).
 
 from typing import Dict, List, Optional, Tuple
 
-from allennlp_tune.modes import ordered_run_modes
+from allennlp_tune.modes import mode_order, ordered_run_modes
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
@@ -26,7 +26,6 @@ from allennlp_tune.reporting.paired import (
 from allennlp_tune.reporting.report import Report
 from allennlp_tune.rundir import (
     METRICS_NAME,
-    RUN_MODES,
     Run,
     read_json,
 )
@@ -71,15 +70,16 @@ def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]
     return result.mode_a, -result.difference, -result.high, -result.low
 
 
-def _cost_key(row: Row, mode: str) -> Tuple[float, float, int]:
-    """Cheapest first: mean seconds per epoch, then trainable parameters, then `RUN_MODES` order."""
+def _cost_key(row: Row, mode: str) -> Tuple[float, float, Tuple[int, int, int, str]]:
+    """Cheapest first: mean seconds per epoch, then trainable parameters, then the report's order
+    of modes (`mode_order`)."""
     cell = row.cells[mode]
     seconds = cell.cost_mean("mean_epoch_seconds")
     params = cell.cost_mean("trainable_params")
     return (
         seconds if seconds is not None else float("inf"),
         params if params is not None else float("inf"),
-        ordered_run_modes([*RUN_MODES, mode]).index(mode),
+        mode_order(mode),
     )
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from allennlp_tune.modes import block_groups, embedder_mode_of, is_run_mode, ordered_run_modes
+from allennlp_tune.modes import block_groups, is_run_mode, ordered_run_modes
 from allennlp_tune.reporting.answer import ANSWER_TITLE, choose_arm
 from allennlp_tune.reporting.render import render_json, render_markdown
 from allennlp_tune.rundir import RunName, parse_run_name
@@ -23,7 +23,6 @@ def test_block_modes_and_their_groups(mode, groups):
     assert block_groups(mode) == groups
     assert is_run_mode(mode) == (groups is not None or mode == "ft")
     if groups is not None:
-        assert embedder_mode_of(mode) == "fine_tuning"
         assert parse_run_name(f"my_task_minilm_{mode}") == (
             RunName("my_task", "minilm", mode),
             None,
