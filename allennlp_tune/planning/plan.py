@@ -19,8 +19,10 @@ For every cell about to run (a config with at least one seed not complete), `pla
    where it has no entry for the mode or the encoder's size is unknown. A cached `fe` cell has
    its first epoch (the encoder runs and the features are stored) apart from the later ones
    (read from the cache), where the model has both; an `fe` cell without a cache pays the first
-   epoch's cost every epoch. With the config's `trainer.num_epochs`, `planned_run_seconds` is
-   the whole run's time at most (early stopping can end it sooner).
+   epoch's cost every epoch. A block mode (`topK` / `bottomK`) is priced from ft's entry, scaled
+   by its share of a fine-tuning epoch's work (`block_work_fraction`). With the config's
+   `trainer.num_epochs`, `planned_run_seconds` is the whole run's time at most (early stopping
+   can end it sooner).
 
 `run_grid` prints the plan (`render.print_plan`; stderr, or stdout with `--plan-only`, which
 then stops) and refuses the whole grid, before any run folder is written, when a cell's cache
@@ -41,7 +43,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.modes import FEATURE_EXTRACTION
+from allennlp_tune.modes import FEATURE_EXTRACTION, block_groups
 from allennlp_tune.planning.cost_model import COST_MODEL, ModeCost
 from allennlp_tune.planning.data_count import DataCount, cached_count, validation_count
 from allennlp_tune.planning.encoder_size import (
@@ -227,25 +229,57 @@ def _estimate_cache(
             plan.notes.append(str(error))
 
 
+def block_work_fraction(mode: str, num_layers: int) -> Optional[float]:
+    """
+    A block mode's share of a fine-tuning epoch's work (`None` for other modes), counting each
+    of the `L` layers' forward pass, activation gradients and weight gradients as one unit each
+    (`3L` for ft; the embeddings' share is small). `topK` runs the forward pass through every
+    layer and both backward parts through its `K` layers: `(L + 2K) / 3L`. `bottomK` tunes the
+    embeddings and `K - 1` layers, so the activation gradients still run through every layer:
+    `(2L + K - 1) / 3L`. A block of every group costs what ft does.
+    """
+    groups = block_groups(mode)
+    if groups is None or num_layers <= 0:
+        return None
+    side, count = groups.split(":")
+    tuned = min(int(count), num_layers + 1)
+    if side == "top":
+        layers = min(tuned, num_layers)
+        return (num_layers + 2 * layers) / (3 * num_layers)
+    return min(1.0, (2 * num_layers + tuned - 1) / (3 * num_layers))
+
+
 def _estimate_cost(
     plan: CellPlan, rendered: Mapping[str, Any], cost_model: Mapping[str, ModeCost]
 ) -> None:
     """
     The epochs of the config's trainer, and the time per epoch and peak RAM from the cost
-    model's entry for the cell's mode and head (`"MODE/HEAD"` first, then `"MODE"`).
+    model's entry for the cell's mode and head (`"MODE/HEAD"` first, then `"MODE"`). A block mode
+    (`top2`) without an entry of its own takes ft's, its time scaled by `block_work_fraction`
+    (said in a note) and its RAM as ft's: an upper bound, since the frozen layers keep no
+    gradients.
     """
     trainer = rendered.get("trainer")
     epochs = trainer.get("num_epochs") if isinstance(trainer, dict) else None
     if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0:
         plan.epochs = epochs
-    for key in (f"{plan.mode}/{plan.head}", plan.mode) if plan.mode else ():
-        if key in cost_model:
-            plan.cost_key = key
-            break
+    fraction = None
+    if plan.mode is not None and plan.encoder is not None and plan.encoder.family == "transformer":
+        fraction = block_work_fraction(plan.mode, plan.encoder.num_layers)
+    # A block mode without an entry of its own is priced from ft's, scaled by its share.
+    modes = (plan.mode, "ft") if fraction is not None else (plan.mode,)
+    keys = [key for mode in modes for key in (f"{mode}/{plan.head}", mode)] if plan.mode else []
+    plan.cost_key = next((key for key in keys if key in cost_model), None)
     mode_cost = cost_model[plan.cost_key] if plan.cost_key else None
     if mode_cost is None or plan.encoder is None:
         return
     work = plan.encoder.work_scale
+    if fraction is not None and plan.cost_key.split("/")[0] == "ft" and work is not None:
+        work *= fraction
+        plan.notes.append(
+            f"{plan.mode}: time from ft's entry x {fraction:.2f}, the block's share of a "
+            "fine-tuning epoch (`block_work_fraction`, not measured); RAM as ft's"
+        )
     if plan.data is not None and work is not None:
         work = plan.data.wordpieces * work
         plan.epoch_seconds = mode_cost.epoch_seconds(work)

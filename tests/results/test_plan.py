@@ -512,3 +512,25 @@ def test_the_cache_estimate_counts_the_validation_entries(tmp_path, monkeypatch)
     # The train split's alone (the planner's before) falls short of the files' own bytes.
     train_only = estimated_cache_bytes(cell.data.wordpieces, cell.cache_layers, 16)
     assert train_only + 8 * ENTRY_HEADER_BYTES < sizes
+
+
+@pytest.mark.parametrize(
+    "mode, layers",
+    # The fixture BERT has 4 layers: top2 runs the forward pass through 4 and both backward
+    # parts through 2, (4 + 4) / 12; bottom2 tunes the embeddings and layer 0 but its activation
+    # gradients still run through all 4 layers, (8 + 1) / 12; a block of all 5 groups is ft.
+    [("top2", 8 / 12), ("top1", 6 / 12), ("bottom2", 9 / 12), ("top5", 1.0), ("bottom5", 1.0)],
+)
+def test_a_block_mode_is_priced_from_ft_by_its_share_of_the_work(tmp_path, mode, layers):
+    library = REPO_ROOT / "allennlp_tune" / "configs" / "experiment.libsonnet"
+    config = tmp_path / f"sst2_bert_{mode}.jsonnet"
+    config.write_text(f'(import "{library}").cell("sst2", "bert", "{mode}")\n')
+    ft = plan_cell(SST2_FT, ext_vars())
+    block = plan_cell(config, ext_vars())
+    assert block.mode == mode and block.cost_key == ft.cost_key
+    cost = COST_MODEL[ft.cost_key]
+    work = block.data.wordpieces * 4 * 16**2
+    assert block.epoch_seconds == pytest.approx(cost.a + cost.b * work * layers)
+    assert block.epoch_seconds <= ft.epoch_seconds
+    assert block.peak_rss_mb == ft.peak_rss_mb
+    assert any(f"ft's entry x {layers:.2f}" in note for note in block.notes)
