@@ -1,8 +1,11 @@
 // The two pretrained encoders, each frozen (`feature_extraction`), trained (`fine_tuning`), or
 // trained parameter-efficiently (`bitfit`: only bias terms; `lora`: low-rank adapters, BERT-family
 // only): tokenizer, indexer and allennlp-tune's freezable embedder with an all-layer scalar mix.
-// The frozen-feature cache is only ever set for `feature_extraction`: in every other mode the
-// encoder's output changes as it trains, and the embedders refuse a cache there.
+// The frozen-feature cache is set for `feature_extraction` and for a BERT-family block that
+// tunes the top groups only (`tuned_groups: "top:K"`), where it holds the output of the frozen
+// layers below the block (the embedder's `prefix_cache`; with K reaching the lowest layer the
+// embedder leaves it unused). In every other mode the encoder's output changes as it trains,
+// and the embedders refuse a cache there.
 local vars = import "vars.libsonnet";
 
 local cache = if vars.feature_cache then {feature_cache: {}} else {};
@@ -29,7 +32,7 @@ local lora = {r: vars.lora_r, alpha: vars.lora_alpha, dropout: 0.1};
       model_name: model,
       mode: mode,
       layers: layers,
-    } + (if mode == "feature_extraction" then cache else {})
+    } + (if mode == "feature_extraction" || std.startsWith(tuned_groups, "top:") then cache else {})
       + (if mode == "lora" then {lora: lora} else {})
       + (if tuned_groups != "all" then {tuned_groups: tuned_groups} else {}),
   },

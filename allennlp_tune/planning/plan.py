@@ -148,7 +148,13 @@ def plan_cell(
     _size_encoder(plan, embedder)
     _count_train_data(plan, rendered)
     cache = (embedder or {}).get("feature_cache")
-    if embedder_mode == FEATURE_EXTRACTION and isinstance(cache, dict) and plan.encoder is not None:
+    # A topK block with a cache stores the output of its frozen layers: one layer.
+    cached_block = plan.mode is not None and (block_groups(plan.mode) or "").startswith("top:")
+    if (
+        (embedder_mode == FEATURE_EXTRACTION or cached_block)
+        and isinstance(cache, dict)
+        and plan.encoder is not None
+    ):
         _estimate_cache(plan, embedder, cache, rendered, cache_directory)
     _estimate_cost(plan, rendered, cost_model)
     return plan
@@ -229,14 +235,16 @@ def _estimate_cache(
             plan.notes.append(str(error))
 
 
-def block_work_fraction(mode: str, num_layers: int) -> Optional[float]:
+def block_work_fraction(mode: str, num_layers: int, cached: bool = False) -> Optional[float]:
     """
     A block mode's share of a fine-tuning epoch's work (`None` for other modes), counting each
     of the `L` layers' forward pass, activation gradients and weight gradients as one unit each
     (`3L` for ft; the embeddings' share is small). `topK` runs the forward pass through every
     layer and both backward parts through its `K` layers: `(L + 2K) / 3L`. `bottomK` tunes the
     embeddings and `K - 1` layers, so the activation gradients still run through every layer:
-    `(2L + K - 1) / 3L`. A block of every group costs what ft does.
+    `(2L + K - 1) / 3L`. A block of every group costs what ft does. `cached`: the epochs after
+    the first of a `topK` block with a feature cache, which reads the frozen layers' output
+    instead of running them (`prefix_cache`): `3K / 3L`.
     """
     groups = block_groups(mode)
     if groups is None or num_layers <= 0:
@@ -245,6 +253,8 @@ def block_work_fraction(mode: str, num_layers: int) -> Optional[float]:
     tuned = min(int(count), num_layers + 1)
     if side == "top":
         layers = min(tuned, num_layers)
+        if cached and layers < num_layers:
+            return layers / num_layers
         return (num_layers + 2 * layers) / (3 * num_layers)
     return min(1.0, (2 * num_layers + tuned - 1) / (3 * num_layers))
 
@@ -275,11 +285,22 @@ def _estimate_cost(
         return
     work = plan.encoder.work_scale
     if fraction is not None and plan.cost_key.split("/")[0] == "ft" and work is not None:
-        work *= fraction
-        plan.notes.append(
-            f"{plan.mode}: time from ft's entry x {fraction:.2f}, the block's share of a "
-            "fine-tuning epoch (`block_work_fraction`, not measured); RAM as ft's"
+        cached = block_work_fraction(
+            plan.mode, plan.encoder.num_layers, plan.cache_config is not None
         )
+        shares = f"x {fraction:.2f}"
+        if plan.data is not None and cached is not None and cached != fraction:
+            # The first epoch runs the frozen layers and stores their output; later ones read it.
+            plan.first_epoch_seconds = mode_cost.epoch_seconds(
+                plan.data.wordpieces * work * fraction
+            )
+            shares = f"x {fraction:.2f} (first epoch), x {cached:.2f} (later, from the cache)"
+            fraction = cached
+        plan.notes.append(
+            f"{plan.mode}: time from ft's entry {shares}, the block's share of a fine-tuning "
+            "epoch (`block_work_fraction`, not measured); RAM as ft's"
+        )
+        work *= fraction
     if plan.data is not None and work is not None:
         work = plan.data.wordpieces * work
         plan.epoch_seconds = mode_cost.epoch_seconds(work)

@@ -60,7 +60,7 @@ import tempfile
 import zlib
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, BinaryIO, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -85,12 +85,16 @@ _HEADER_LENGTH = struct.Struct("<I")
 _MAX_HEADER_BYTES = 64 * 1024
 
 
-def encoder_fingerprint(module: torch.nn.Module, identity: str) -> str:
+def encoder_fingerprint(
+    module: torch.nn.Module, identity: str, keep: Optional[Callable[[str], bool]] = None
+) -> str:
     """
     A SHA-256 over `identity` (the encoder's class and configuration), the installed
     `transformers` version and the name, dtype, shape and bytes of every tensor in
-    `module.state_dict()`. Computed once per frozen phase (it reads every weight once: well
-    under a second for a BERT-base).
+    `module.state_dict()` (of those whose name `keep` accepts, when given: a block mode's cache
+    of the frozen groups below its block covers their weights only, as the block's change at
+    every step). Computed once per frozen phase (it reads every weight once: well under a
+    second for a BERT-base).
     """
     digest = hashlib.sha256(identity.encode("utf-8"))
     # The same weights can give other features under another release of the modelling code
@@ -98,6 +102,8 @@ def encoder_fingerprint(module: torch.nn.Module, identity: str) -> str:
     # serve features computed by an older or newer `transformers`.
     digest.update(f"|transformers {transformers.__version__}".encode())
     for name, tensor in module.state_dict().items():
+        if keep is not None and not keep(name):
+            continue
         tensor = tensor.detach().cpu().contiguous().reshape(-1)
         digest.update(f"|{name}|{tensor.dtype}|{tensor.numel()}|".encode())
         if tensor.numel():

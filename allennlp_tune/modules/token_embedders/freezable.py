@@ -72,8 +72,17 @@ def mode_selects(mode: str, name: str) -> bool:
     return True
 
 
-def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -> str:
-    """Checks `mode` and its combination with `feature_cache`, before any weight is loaded."""
+def check_mode(
+    mode: str,
+    feature_cache: Optional[Dict[str, Any]],
+    owner: str,
+    caches_below_block: bool = False,
+) -> str:
+    """
+    Checks `mode` and its combination with `feature_cache`, before any weight is loaded.
+    `caches_below_block`: the embedder can serve the frozen groups below a tuned block from the
+    cache (`prefix_cache`), so `fine_tuning` may have one too.
+    """
     if mode not in EMBEDDER_MODES:
         raise ConfigurationError(
             f"{owner}.mode is {mode!r}; expected 'feature_extraction' (frozen encoder, only the "
@@ -81,7 +90,11 @@ def check_mode(mode: str, feature_cache: Optional[Dict[str, Any]], owner: str) -
             "'bitfit' (only the encoder's biases train) or 'lora' (only LoRA matrices added to "
             "the encoder's linear layers train)."
         )
-    if feature_cache is not None and mode != FEATURE_EXTRACTION:
+    if (
+        feature_cache is not None
+        and mode != FEATURE_EXTRACTION
+        and not (mode == FINE_TUNING and caches_below_block)
+    ):
         trains = {
             FINE_TUNING: "the encoder trains",
             BITFIT: "the encoder's biases train",
@@ -307,6 +320,7 @@ class FreezableEncoderMixin:
     _trainable: Set[int]
     _feature_cache: Optional[FeatureCache]
     _fingerprint: Optional[str]
+    _prefix_fingerprints: Dict[int, str]  # `_prefix_key_prefix`'s, by lowest tuned group
     _scalar_mix: Optional[ScalarMix]
     training: bool
 
@@ -356,6 +370,7 @@ class FreezableEncoderMixin:
         tuned = parse_tuned_groups(tuned_groups, self._group_names, mode, owner)
         self._trainable = set() if mode == FEATURE_EXTRACTION else tuned
         self._fingerprint = None
+        self._prefix_fingerprints = {}
         self._feature_cache = None
         if feature_cache is not None:
             self._feature_cache = FeatureCache.from_config(feature_cache, serialization_dir, owner)
@@ -483,6 +498,7 @@ class FreezableEncoderMixin:
         # phase (they may have changed) or from now on (they will), not on frozen -> frozen.
         if groups or self._trainable:
             self._fingerprint = None
+        self._prefix_fingerprints = {}
         self._trainable = set(groups)
         self._apply_trainable()
 
@@ -557,6 +573,7 @@ class FreezableEncoderMixin:
     ):
         # Loading an archive replaces the weights that the fingerprints were taken from.
         self._fingerprint = None
+        self._prefix_fingerprints = {}
         self._loading_prefix = None
         stored = state_dict.pop(prefix + FINGERPRINT_KEY, None)
         if stored is not None:
@@ -594,6 +611,23 @@ class FreezableEncoderMixin:
             encoder = getattr(self, self._encoder_name)
             self._fingerprint = encoder_fingerprint(encoder, self._encoder_identity())
         return FeatureCache.key_prefix(self._fingerprint, selection)
+
+    def _prefix_key_prefix(self, lowest: int, selection: str):
+        """
+        The key prefix of the cached input of group `lowest` (the frozen groups below it are
+        its source): the fingerprint covers those groups' weights and buffers only, as the
+        groups from `lowest` up train.
+        """
+        if lowest not in self._prefix_fingerprints:
+            encoder = getattr(self, self._encoder_name)
+
+            def below(name: str) -> bool:
+                group = self._module_groups.get(name.rsplit(".", 1)[0] if "." in name else "")
+                return group is not None and group < lowest
+
+            identity = f"{self._encoder_identity()}|groups below {lowest}"
+            self._prefix_fingerprints[lowest] = encoder_fingerprint(encoder, identity, below)
+        return FeatureCache.key_prefix(self._prefix_fingerprints[lowest], selection)
 
     def _mix_layers(self, layers: torch.Tensor, mask: torch.BoolTensor) -> torch.Tensor:
         """

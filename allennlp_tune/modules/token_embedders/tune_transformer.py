@@ -15,15 +15,24 @@ from allennlp_tune.modules.token_embedders.freezable import (
     parse_layers,
 )
 from allennlp_tune.modules.token_embedders.lora import check_lora_options, inject_lora
+from allennlp_tune.modules.token_embedders.prefix_cache import (
+    capture_layer_output,
+    check_prefix_cache,
+    replayed_prefix,
+)
 
 logger = logging.getLogger(__name__)
 
 # Last name parts of modules outside the layer list that every layer reads: MPNet's relative
 # position bias (`encoder.relative_attention_bias`, one table of per-head attention-score biases
-# computed once in the encoder and added in every layer). They join the bottom group
-# (`embeddings`), not the top one their registration order would give them; see
-# `_find_layer_groups`.
-SHARED_BY_EVERY_LAYER = ("relative_attention_bias",)
+# computed once in the encoder and added in every layer) and DeBERTa's relative position
+# embeddings (`encoder.rel_embeddings`, with the layer norm beside them that normalises them,
+# `SHARED_NORMS`). They join the bottom group (`embeddings`), not the top one their
+# registration order would give them; see `_find_layer_groups`.
+SHARED_BY_EVERY_LAYER = ("relative_attention_bias", "rel_embeddings")
+# A norm beside a shared table, in the same parent module, that only that table goes through
+# (DeBERTa-v2's `encoder.LayerNorm` with `norm_rel_ebd: "layer_norm"`).
+SHARED_NORMS = {"rel_embeddings": "LayerNorm"}
 
 
 @TokenEmbedder.register("tune_transformer")
@@ -40,7 +49,8 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
     stays in eval mode (no dropout) while the model trains and runs under `torch.no_grad()`;
     the parameter groups are exposed for gradual unfreezing and discriminative learning rates
     (`layer_groups()`, `freeze()`, `unfreeze(top_k_groups)`, `trainable_groups()`); and the
-    frozen features can be cached on disk (`feature_cache`).
+    frozen features, or under a tuned top block the frozen layers' output, can be cached on
+    disk (`feature_cache`).
 
     The model's pooler (the dense + tanh head on `[CLS]` used by next-sentence prediction) is
     dropped: no layer output uses it, and in fine-tuning it would get no gradient.
@@ -132,16 +142,20 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         the indexer's `max_length`. Applies in both modes and with the cache.
     feature_cache : `Dict[str, Any]`, optional (default = `None`)
         Cache the selected layers of every distinct input on disk (float16) and reuse them in
-        later epochs, validation and evaluation; only with `mode: "feature_extraction"`, and
-        bypassed while any group is unfrozen. Keys: `directory` (default: the environment
-        variable `TUNE_FEATURE_CACHE_DIR`, else `<serialization_dir>/feature_cache` under
-        `allennlp train`, else `~/.cache/allennlp_tune/features`), `memory_mb` (in-memory LRU
-        budget, default 256), `disk_mb` (most MiB the folder may hold, default no limit) and
-        `min_free_mb` (free space to leave on its disk, default max(2 GiB, 5% of the disk)):
-        past those, entries are not written and are recomputed, with the same results. `{}`
-        enables it with the defaults. Entries are keyed by the
-        encoder's weights, the layer selection, `max_length` and the input ids, so a cache
-        directory can be shared between runs and models safely. See `feature_cache.py`.
+        later epochs, validation and evaluation, in `mode: "feature_extraction"` (bypassed
+        while any group is unfrozen); or, in `mode: "fine_tuning"` with `tuned_groups` that
+        leave the embeddings and at least one layer frozen (`"top:2"` of a 6-layer encoder),
+        cache the output of the frozen layers below the lowest tuned one, so those layers run
+        once per input instead of once per epoch (`prefix_cache.py`; needs `layers: "top"`, no
+        `max_length`, and layers that do not share weights). Keys: `directory` (default: the
+        environment variable `TUNE_FEATURE_CACHE_DIR`, else `<serialization_dir>/feature_cache`
+        under `allennlp train`, else `~/.cache/allennlp_tune/features`), `memory_mb` (in-memory
+        LRU budget, default 256), `disk_mb` (most MiB the folder may hold, default no limit)
+        and `min_free_mb` (free space to leave on its disk, default max(2 GiB, 5% of the
+        disk)): past those, entries are not written and are recomputed, with the same results.
+        `{}` enables it with the defaults. Entries are keyed by the encoder's (frozen) weights,
+        the layer selection, `max_length` and the input ids, so a cache directory can be shared
+        between runs and models safely. See `feature_cache.py`.
     sub_module : `str`, optional (default = `None`)
         Use this submodule of the model (e.g. `"encoder"` of T5).
     override_weights_file : `str`, optional (default = `None`)
@@ -180,7 +194,8 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         _owner: str = "tune_transformer",
     ) -> None:
         owner = _owner
-        check_mode(mode, feature_cache, owner)
+        # Full fine-tuning keeps the error of a cache on a training encoder; a block may have one.
+        check_mode(mode, feature_cache, owner, caches_below_block=tuned_groups != "all")
         lora_options = check_lora_options(lora, mode, owner)
         super().__init__(
             model_name,
@@ -255,6 +270,27 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                 else ""
             ),
         )
+        self._layer_list_path: Optional[str] = None
+        self._replay_structure: Optional[Tuple[Optional[int]]] = None
+        if feature_cache is not None and mode != FEATURE_EXTRACTION:
+            if min(self._trainable, default=0) < 2:
+                # The experiment library gives every top:K block a cache without knowing the
+                # encoder's depth: one that reaches the lowest layer has nothing to cache.
+                logger.info(
+                    "%s: tuned_groups %r trains the embeddings or the lowest layer, so no "
+                    "frozen layer lies below the block and feature_cache is not used.",
+                    owner,
+                    tuned_groups,
+                )
+            else:
+                check_prefix_cache(
+                    owner,
+                    self._find_layer_list(),
+                    shared_layers=self._find_shared_layer_groups() is not None,
+                    top_layer_only=self._layers == [self.config.num_hidden_layers],
+                    max_length=max_length,
+                )
+                self._layer_list_path = self._find_layer_list()
 
     def _find_layer_groups(self) -> Tuple[List[str], List[List[str]]]:
         """
@@ -323,18 +359,26 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
     def _find_modules_shared_by_every_layer(self, layer_prefixes: List[List[str]]) -> List[str]:
         """
         The module paths, outside every layer, whose last name part is in
-        `SHARED_BY_EVERY_LAYER` (MPNet: `["encoder.relative_attention_bias"]`); `[]` when the
-        encoder is one group (no layer list was found).
+        `SHARED_BY_EVERY_LAYER` (MPNet: `["encoder.relative_attention_bias"]`), with the norm
+        beside each that `SHARED_NORMS` names (DeBERTa-v2: `["encoder.rel_embeddings",
+        "encoder.LayerNorm"]`); `[]` when the encoder is one group (no layer list was found).
         """
         if not layer_prefixes:
             return []
         inside = [prefix for prefixes in layer_prefixes for prefix in prefixes]
-        found = [
-            name
-            for name, _ in self.transformer_model.named_modules()
-            if name.rsplit(".", 1)[-1] in SHARED_BY_EVERY_LAYER
-            and not any(name == prefix or name.startswith(prefix + ".") for prefix in inside)
-        ]
+        modules = dict(self.transformer_model.named_modules())
+        found = []
+        for name in modules:
+            parent, _, last = name.rpartition(".")
+            if last not in SHARED_BY_EVERY_LAYER or any(
+                name == prefix or name.startswith(prefix + ".") for prefix in inside
+            ):
+                continue
+            found.append(name)
+            if last in SHARED_NORMS:
+                norm = f"{parent}.{SHARED_NORMS[last]}" if parent else SHARED_NORMS[last]
+                if norm in modules:
+                    found.append(norm)
         if found:
             logger.info(
                 "%s: %s is read by every layer of %s, so it joins the embeddings group (it "
@@ -392,13 +436,109 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         self._check_folding_inputs(mask, segment_concat_mask)
         if type_ids is not None:
             type_ids = self._usable_type_ids(type_ids)
+        lowest = self._cached_block_start()
         if self.uses_feature_cache:
             embeddings = self._mixed_from_cache(token_ids, mask, type_ids, segment_concat_mask)
+        elif lowest is not None:
+            embeddings = self._mix_layers(
+                self._block_over_cache(token_ids, mask, type_ids, lowest), mask
+            )
         else:
             with self._encoder_context():
                 layers = self._layer_outputs(token_ids, mask, type_ids, segment_concat_mask)
             embeddings = self._mix_layers(layers, mask)
         return self._dropout(embeddings)
+
+    def _cached_block_start(self) -> Optional[int]:
+        """
+        The lowest tuned group when the frozen groups below it are served from the feature
+        cache (`prefix_cache`): a `fine_tuning` embedder with a cache whose tuned groups leave
+        the embeddings and at least one layer frozen, not freezing by masking (DDP needs every
+        maskable weight used); `None` otherwise.
+        """
+        if self._layer_list_path is None or not self._trainable or self._masking_enabled():
+            return None
+        lowest = min(self._trainable)
+        return lowest if lowest >= 2 else None
+
+    def _masking_enabled(self) -> bool:
+        return bool(getattr(self, "_masking", False))
+
+    def _block_over_cache(
+        self,
+        token_ids: torch.LongTensor,
+        mask: torch.BoolTensor,
+        type_ids: Optional[torch.LongTensor],
+        lowest: int,
+    ) -> torch.Tensor:
+        """
+        The top layer `(1, batch_size, num_wordpieces, dim)` of a tuned block whose input,
+        the output of the frozen groups below group `lowest` (layers `0 .. lowest - 2`), comes
+        from the feature cache (`prefix_cache`).
+
+        # Parameters
+
+        token_ids : `torch.LongTensor`
+            Shape: `(batch_size, num_wordpieces)`.
+        mask : `torch.BoolTensor`
+            Shape: `(batch_size, num_wordpieces)`.
+        type_ids : `torch.LongTensor`, optional
+            Shape: `(batch_size, num_wordpieces)`; already `_usable_type_ids`.
+        """
+        cache = self._feature_cache
+        assert cache is not None and self._layer_list_path is not None
+        layer_list = self.transformer_model.get_submodule(self._layer_list_path)
+        frozen_layers = lowest - 1
+        last_frozen = layer_list[frozen_layers - 1]
+        lengths = mask.sum(-1).tolist()
+        ids = token_ids.cpu().numpy()
+        types = type_ids.cpu().numpy() if type_ids is not None else None
+        prefix = self._prefix_key_prefix(lowest, f"wordpiece|input of layer {frozen_layers}")
+        keys = []
+        for row, length in enumerate(lengths):
+            row_types = types[row, :length] if types is not None else None
+            if row_types is not None and not row_types.any():
+                row_types = None
+            keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
+        dim = self.config.hidden_size
+
+        def frozen_output(rows: List[int]) -> torch.Tensor:
+            """The last frozen layer's output for `rows`, `(len(rows), width, dim)`."""
+            index = torch.tensor(rows, device=token_ids.device)
+            width = max(lengths[row] for row in rows)
+            parameters = {
+                "input_ids": token_ids[index, :width],
+                "attention_mask": mask[index, :width].float(),
+            }
+            if type_ids is not None:
+                parameters["token_type_ids"] = type_ids[index, :width]
+            with torch.no_grad():
+                state, structure = capture_layer_output(
+                    last_frozen, lambda: self.transformer_model(**parameters)
+                )
+            self._replay_structure = (structure,)
+            return state
+
+        # Shape: (batch_size, num_wordpieces, dim), zero beyond each row's length.
+        state = torch.zeros(len(lengths), mask.size(1), dim, device=token_ids.device)
+        entries = [cache.get(key, (1, length, dim)) for key, length in zip(keys, lengths)]
+        missing = [row for row, entry in enumerate(entries) if entry is None]
+        if missing:
+            computed = frozen_output(missing).to(device="cpu", dtype=torch.float16).numpy()
+            for column, row in enumerate(missing):
+                stored = computed[None, column, : lengths[row]]
+                entries[row] = cache.put(keys[row], stored)
+        elif self._replay_structure is None:  # every row cached by an earlier run: probe once
+            frozen_output([0])
+        for row, entry in enumerate(entries):
+            state[row, : lengths[row]] = entry[0].to(state.device)  # type: ignore[index]
+        assert self._replay_structure is not None
+        with replayed_prefix(layer_list, frozen_layers, state, self._replay_structure[0]):
+            parameters = {"input_ids": token_ids, "attention_mask": mask.float()}
+            if type_ids is not None:
+                parameters["token_type_ids"] = type_ids
+            outputs = self.transformer_model(**parameters, output_hidden_states=False)
+        return outputs.last_hidden_state.unsqueeze(0)
 
     def _usable_type_ids(self, type_ids: torch.LongTensor) -> Optional[torch.LongTensor]:
         """
