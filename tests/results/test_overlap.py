@@ -7,12 +7,14 @@ import pytest
 
 from allennlp_tune.reporting.overlap import (
     DIRECT,
+    RECORDED_CARDS,
     RELATED,
     encoder_folders,
     find_overlaps,
     model_card_datasets,
     overlaps,
     read_model_card,
+    recorded_card,
     task_overlaps_of_run,
 )
 from allennlp_tune.rundir import config_settings
@@ -128,3 +130,42 @@ def test_overlaps_of_a_run_from_its_config(tmp_path):
     assert without_card == [str(bare)]
     assert task_overlaps_of_run("sick_e", settings)[0][0].startswith("related")
     assert task_overlaps_of_run("sick_e", settings, related=False)[0] == []
+
+
+def test_recorded_cards_of_the_sentence_transformers_encoders(tmp_path):
+    # all-mpnet-base-v2 by its Hub name, bare or with its owner, or a folder of that name
+    # without README.md: the recorded card (NLI and paraphrase pairs, as MiniLM's).
+    bare = tmp_path / "all-mpnet-base-v2"
+    bare.mkdir()
+    for name in ("sentence-transformers/all-mpnet-base-v2", "all-mpnet-base-v2", str(bare)):
+        card = read_model_card(name)
+        assert card is not None and card.has_datasets, name
+        assert str(card.path).startswith("the model card of sentence-transformers/all-mpnet")
+        assert overlaps("mnli", card.datasets) == [
+            "direct: the encoder's model card lists multi_nli (MultiNLI)"
+        ]
+        assert "embedding-data/QQP" in overlaps("qqp", card.datasets)[0]
+        assert {o.dataset for o in find_overlaps("sick_e", card.datasets)} == {"snli", "multi_nli"}
+        for task in ("sick_r", "sts_b", "mrpc", "sst2"):
+            assert find_overlaps(task, card.datasets) == [], task
+    # A folder's own README.md wins over the recorded card.
+    write_card(bare, "datasets:\n- SICK\n")
+    assert read_model_card(bare).datasets == ["SICK"]
+    assert recorded_card("bert-base-uncased") is None and read_model_card("mpnet-base") is None
+    # A run naming the Hub model (no folder) is reported from the recorded card.
+    settings = config_settings(
+        {
+            "model": {
+                "embedder": {"model_name": "sentence-transformers/all-mpnet-base-v2"},
+                "x": {"model_name": "bert-base-uncased"},
+            }
+        }
+    )
+    assert encoder_folders(settings) == ["sentence-transformers/all-mpnet-base-v2"]
+    reasons, without_card = task_overlaps_of_run("qqp", settings)
+    assert reasons and "embedding-data/QQP" in reasons[0] and without_card == []
+
+
+def test_the_recorded_minilm_card_is_the_published_one():
+    folder = minilm_folder()
+    assert model_card_datasets(folder) == list(RECORDED_CARDS["all-minilm-l6-v2"][1])

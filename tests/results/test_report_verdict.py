@@ -354,6 +354,19 @@ def test_overlap_marks_from_a_synthetic_model_card(tmp_path, make_run):
     assert data["sick_e"]["overlap_kind"] == "related" and data["mrpc"]["overlap"] == []
 
 
+def test_overlap_of_a_hub_encoder_from_its_recorded_card(tmp_path, make_run):
+    # all-mpnet-base-v2 named by its Hub name (no folder, no README.md to read).
+    hub = "sentence-transformers/all-mpnet-base-v2"
+    root = tmp_path / "runs"
+    for mode in ("fe", "ft"):
+        make(make_run, root, f"sick_e_bert_{mode}", 1, value=0.7, config=encoder_config(hub))
+    markdown = render_markdown(report(root))
+    assert list(table(markdown, "BERT")[1]) == ["SICK-E (†)"]
+    lines = notes(markdown, "Known overlap with the encoder's training data (model card)")
+    assert [line.split(" lists ")[1].split(" ")[0] for line in lines] == ["snli", "multi_nli"]
+    assert all(f"the model card of {hub} (recorded in" in line for line in lines)
+
+
 def test_an_encoder_folder_without_a_card_and_a_broken_card(tmp_path, make_run):
     plain = tmp_path / "plain"
     plain.mkdir()
