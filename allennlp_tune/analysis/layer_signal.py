@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STEPS = 20
 DEFAULT_MAX_INSTANCES = 256
+# Loggers that say every vocabulary and model parameter at INFO while the model is built.
+QUIET_MODEL_LOGGERS = ("allennlp.nn.initializers", "allennlp.data.vocabulary")
 METHOD = (
     "relative gradient norm ||g|| / ||w|| per layer group (Auto-RGN, Lee et al. 2023), at the "
     "pretrained weights: {steps} forward/backward passes of the ft config on its first "
@@ -246,17 +248,18 @@ def layer_signal(
 
     random.seed(seed)
     torch.manual_seed(seed)
-    with quiet_loggers(*QUIET_READER_LOGGERS):
+    # Building the reader, vocabulary and model logs every parameter at INFO: held back, as
+    # tune-compare holds them back before training.
+    with quiet_loggers(*QUIET_READER_LOGGERS, *QUIET_MODEL_LOGGERS):
         reader = DatasetReader.from_params(Params(dict(config["dataset_reader"])))
         instances = first_instances(reader, config["train_data_path"], max_instances)
-    if not instances:
-        raise ConfigurationError(
-            f"{config['train_data_path']} gave no training instances; the RGN needs some."
-        )
-    vocab = Vocabulary.from_params(
-        Params(dict(config.get("vocabulary") or {})), instances=instances
-    )
-    model = Model.from_params(vocab=vocab, params=Params(dict(config["model"])))
+        if not instances:
+            raise ConfigurationError(
+                f"{config['train_data_path']} gave no training instances; the RGN needs some."
+            )
+        vocabulary = Params(dict(config.get("vocabulary") or {}))
+        vocab = Vocabulary.from_params(vocabulary, instances=instances)
+        model = Model.from_params(vocab=vocab, params=Params(dict(config["model"])))
     size = batch_size or _batch_size(config)
     loader = SimpleDataLoader(instances, batch_size=size, shuffle=True, vocab=vocab)
     batches = [move_to_device(batch, cuda_device) for batch in loader]
