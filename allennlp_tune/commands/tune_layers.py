@@ -29,6 +29,7 @@ from typing import Any, Dict, List
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.analysis.layer_signal import DEFAULT_MAX_INSTANCES, DEFAULT_STEPS
 from allennlp_tune.commands.results_options import checked_ext_vars, fail, positive_int
 
 DESCRIPTION = """Predict which layer groups to fine-tune before the sweep: the relative gradient
@@ -74,14 +75,14 @@ class TuneLayers(Subcommand):
         subparser.add_argument(
             "--steps",
             type=positive_int,
-            default=20,
-            help="forward and backward passes the RGN is averaged over (default 20)",
+            default=DEFAULT_STEPS,
+            help="forward and backward passes the RGN is averaged over",
         )
         subparser.add_argument(
             "--max-instances",
             type=positive_int,
-            default=256,
-            help="the first N training instances the batches are drawn from (default 256)",
+            default=DEFAULT_MAX_INSTANCES,
+            help="the first N training instances the batches are drawn from",
         )
         subparser.add_argument(
             "--batch-size",
@@ -90,7 +91,7 @@ class TuneLayers(Subcommand):
             help="instances per pass (default: the config's data loader's)",
         )
         subparser.add_argument(
-            "--cuda-device", type=int, default=-1, help="GPU to run on (default -1, the CPU)"
+            "--cuda-device", type=int, default=-1, help="GPU to run on (-1: the CPU)"
         )
         subparser.add_argument("--seed", type=int, default=0, help="seed of batches and dropout")
         subparser.add_argument(
