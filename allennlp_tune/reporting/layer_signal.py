@@ -86,9 +86,11 @@ def signal_lines(
     """
     One line per report row that has a saved signal: each compared size (predicted vs the
     sweep's best, with their mean scores), how often the signal and the always-`topK` baseline
-    matched, and whether the signal did better than the baseline.
+    matched, and whether the signal did better than the baseline; with several such rows, the
+    same counts over all of them.
     """
     lines = []
+    totals = {"rows": 0, "sizes": 0, "hits": 0, "top_hits": 0}
     for encoder, rows in encoder_rows.items():
         for row in rows:
             signal = _signal_of(signals, encoder, row.task)
@@ -111,6 +113,9 @@ def signal_lines(
             ]
             hits = sum(m["match"] for m in matches)
             top_hits = sum(m["top_match"] for m in matches)
+            for key, value in (("rows", 1), ("sizes", len(matches)), ("hits", hits)):
+                totals[key] += value
+            totals["top_hits"] += top_hits
             verdict = (
                 "better than always picking topK"
                 if hits > top_hits
@@ -120,6 +125,14 @@ def signal_lines(
                 f"{label}: {'; '.join(parts)}. RGN picked the sweep's best block in {hits} of "
                 f"{len(matches)} sizes, always-topK in {top_hits} of {len(matches)}: {verdict}."
             )
+    if totals["rows"] > 1:
+        better = totals["hits"] > totals["top_hits"]
+        lines.append(
+            f"Over {totals['rows']} rows: RGN picked the sweep's best block in {totals['hits']} "
+            f"of {totals['sizes']} sizes, always-topK in {totals['top_hits']}: "
+            + ("better than" if better else "no better than")
+            + " always picking topK."
+        )
     return lines
 
 

@@ -94,3 +94,18 @@ def test_without_both_blocks_of_a_size_the_note_says_so(tmp_path, make_run):
     )
     (tmp_path / LAYER_SIGNAL_NAME).unlink()
     assert SIGNAL_TITLE not in render_markdown(report_from_dirs([tmp_path], intervals=False))
+
+
+def test_several_rows_get_a_total(tmp_path, make_run):
+    sweep(tmp_path, make_run, {"top1": [0.7], "bottom1": [0.8]})  # bottom1 best
+    for mode, value in (("top1", 0.9), ("bottom1", 0.6)):  # top1 best
+        make_run(tmp_path / f"other_minilm_{mode}" / "seed_1", 1, value)
+    saved = with_signal(None, signal(predicted=("bottom1",)))
+    saved = with_signal(saved, signal(task="other", predicted=("bottom1",)))
+    (tmp_path / LAYER_SIGNAL_NAME).write_text(json.dumps(saved))
+    lines = notes(render_markdown(report_from_dirs([tmp_path], intervals=False)))
+    assert len(lines) == 3 and lines[0].startswith("minilm other: ")
+    assert lines[2] == (
+        "Over 2 rows: RGN picked the sweep's best block in 1 of 2 sizes, always-topK in 1: no "
+        "better than always picking topK."
+    )
