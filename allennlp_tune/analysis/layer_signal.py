@@ -36,7 +36,7 @@ import logging
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -75,26 +75,21 @@ class GroupSignal:
         }
 
 
-def group_rgn(parameters: Sequence[torch.nn.Parameter]) -> Optional[float]:
-    """
-    ||g|| / ||w|| of one group (norms over all its tensors together); a parameter without a
-    gradient counts as a zero gradient; `None` for a group whose weights are all zero.
-    """
+def group_norms(parameters: Sequence[torch.nn.Parameter]) -> Tuple[float, float]:
+    """`(||g||, ||w||)` of one group, each norm over all its tensors together; a parameter
+    without a gradient counts as a zero gradient."""
     grad_squares = sum(
         float(p.grad.detach().float().pow(2).sum()) for p in parameters if p.grad is not None
     )
     weight_squares = sum(float(p.detach().float().pow(2).sum()) for p in parameters)
-    if weight_squares == 0.0:
-        return None
-    return math.sqrt(grad_squares) / math.sqrt(weight_squares)
+    return math.sqrt(grad_squares), math.sqrt(weight_squares)
 
 
-def _norms(parameters: Sequence[torch.nn.Parameter]) -> Dict[str, float]:
-    grad = sum(
-        float(p.grad.detach().float().pow(2).sum()) for p in parameters if p.grad is not None
-    )
-    weight = sum(float(p.detach().float().pow(2).sum()) for p in parameters)
-    return {"grad": math.sqrt(grad), "weight": math.sqrt(weight)}
+def group_rgn(parameters: Sequence[torch.nn.Parameter]) -> Optional[float]:
+    """||g|| / ||w|| of one group (`group_norms`); `None` for a group whose weights are all
+    zero."""
+    grad, weight = group_norms(parameters)
+    return grad / weight if weight > 0.0 else None
 
 
 def encoder_groups(model: torch.nn.Module) -> List[tuple]:
@@ -154,13 +149,12 @@ def measure_rgn(
         loss = model(**batch)["loss"]
         loss.backward()
         for total, (_, parameters) in zip(sums, groups):
-            rgn = group_rgn(parameters)
-            if rgn is None:
+            grad, weight = group_norms(parameters)
+            if weight == 0.0:  # no RGN for an all-zero group
                 continue
-            norms = _norms(parameters)
-            total["rgn"] += rgn
-            total["grad"] += norms["grad"]
-            total["weight"] += norms["weight"]
+            total["rgn"] += grad / weight
+            total["grad"] += grad
+            total["weight"] += weight
             total["steps"] += 1
     model.zero_grad(set_to_none=True)
     return [
@@ -283,6 +277,7 @@ __all__ = [
     "DEFAULT_STEPS",
     "GroupSignal",
     "encoder_groups",
+    "group_norms",
     "group_rgn",
     "layer_signal",
     "measure_rgn",
