@@ -1,7 +1,7 @@
 """Subcommands added to `allennlp`: `probe` (per-layer diagnostic classifiers), `mi` (EDGE
-mutual information per layer), `tune-report`, `tune-grid`, `tune-compare`, `tune-search` and
-`tune-data`. Importing this package registers them; their heavy dependencies (scikit-learn,
-matplotlib, Optuna) load only when a command runs."""
+mutual information per layer), `tune-report`, `tune-grid`, `tune-compare`, `tune-search`,
+`tune-data` and `tune-layers` (the layer signal). Importing this package registers them; their
+heavy dependencies (scikit-learn, matplotlib, Optuna) load only when a command runs."""
 
 from allennlp_tune.commands.mi import MutualInformation
 from allennlp_tune.commands.probe import Probe
@@ -9,6 +9,7 @@ from allennlp_tune.commands.tune_compare import TuneCompare
 from allennlp_tune.commands.tune_data import TuneData
 from allennlp_tune.commands.tune_export import TuneExport
 from allennlp_tune.commands.tune_grid import TuneGrid
+from allennlp_tune.commands.tune_layers import TuneLayers
 from allennlp_tune.commands.tune_report import TuneReport
 from allennlp_tune.commands.tune_search import TuneSearch
 
@@ -19,6 +20,7 @@ __all__ = [
     "TuneData",
     "TuneExport",
     "TuneGrid",
+    "TuneLayers",
     "TuneReport",
     "TuneSearch",
 ]

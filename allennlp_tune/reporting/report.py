@@ -95,6 +95,7 @@ from allennlp_tune.reporting.labels import (
     encoder_title,
     task_title,
 )
+from allennlp_tune.reporting.layer_signal import LAYER_SIGNAL_NAME, SIGNAL_TITLE, signal_lines
 from allennlp_tune.reporting.overlap import (
     DIRECT,
     encoder_folders,
@@ -148,6 +149,8 @@ class Report:
     margin: Optional[float] = None
     # The `sequential.json` of each results folder that has one (`tune-compare --sequential`).
     sequential: List[Dict[str, Any]] = field(default_factory=list)
+    # The `layer_signal.json` of each results folder that has one (`tune-layers`).
+    layer_signals: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def problems(self) -> List[Run]:
@@ -379,6 +382,7 @@ class Report:
         sections = [
             ("Paired comparisons (verdicts)", self.paired_lines()),
             ("Sequential comparison (seeds in rounds)", self.sequential_lines()),
+            (SIGNAL_TITLE, signal_lines(self.layer_signals, self.encoder_rows)),
             ("Known overlap with the encoder's training data (model card)", self.overlap_lines()),
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
             ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
@@ -585,5 +589,10 @@ def report_from_dirs(
     report = build_report(runs, roots, superseded, split, intervals, replicates, margin)
     report.sequential = [
         saved for saved in (read_json(Path(d) / SEQUENTIAL_NAME) for d in dirs) if saved is not None
+    ]
+    report.layer_signals = [
+        saved
+        for saved in (read_json(Path(d) / LAYER_SIGNAL_NAME) for d in dirs)
+        if saved is not None
     ]
     return report
