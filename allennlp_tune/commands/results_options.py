@@ -1,6 +1,7 @@
 """
-What tune-report, tune-grid, tune-compare and tune-search share: their output options (--html,
---png, --json, --probe-dir, --split), how every run is trained (--seeds, --results-dir, ...),
+What tune-report, tune-grid, tune-compare, tune-search and tune-test share: their output options
+(--html, --png, --json, --probe-dir, --split), how every run is trained (--seeds, --results-dir,
+..., --test: the finished runs scored on test afterwards, `score_on_test`),
 printing the report, and ending a command on an error a user can cause with one line naming what
 was wrong (exit code 2). tune-grid and tune-compare exit with 1 when a run failed and 130 when
 interrupted, after saying what will rerun.
@@ -46,7 +47,8 @@ def add_output_arguments(subparser: argparse.ArgumentParser) -> None:
         "--split",
         choices=("validation", "test"),
         default="validation",
-        help="score runs by best_validation_<metric> (default) or test_<metric> in metrics.json",
+        help="score runs by best_validation_<metric> (default) or test_<metric> in metrics.json "
+        "(test: paired intervals from test_predictions.jsonl, which --test writes)",
     )
 
 

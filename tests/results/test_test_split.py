@@ -160,6 +160,7 @@ def test_runs_are_scored_on_test_once_and_reported_with_test_intervals(
     markdown = render_markdown(report)
     assert "Test examples" in markdown and "5 test examples" in markdown
     assert "No paired intervals with --split" not in markdown
+    assert "On the test split: these verdicts check the choice made on dev" in markdown
 
     # The dev report: the test table, each pair's dev interval beside its test one.
     dev = report_from_dirs([results], replicates=REPLICATES)
