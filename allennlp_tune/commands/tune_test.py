@@ -5,6 +5,7 @@ beside the dev ones). What `--test` of tune-compare and tune-grid does after tra
 
 import argparse
 import sys
+from pathlib import Path
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -31,6 +32,9 @@ def add_test_parser(parser: argparse._SubParsersAction, name: str) -> argparse.A
 
 
 def tune_test_main(args: argparse.Namespace) -> None:
+    for folder in args.dirs:
+        if not Path(folder).is_dir():
+            fail("tune-test", FileNotFoundError(f"{folder}: no such directory (a results folder)"))
     tested = score_on_test("tune-test", args.dirs)
     try:
         print_report(args.dirs, args)

@@ -27,6 +27,12 @@ seeds, and why a row or pair has no interval (naming the files of mismatched pre
 With a margin (`tune-report --margin M`, points), a tie whose interval lies inside (-M, +M) reads
 `equivalent within M` (two one-sided tests on the same interval).
 
+The test split. Runs scored on test after training (`tune-compare --test`, `tune-test`:
+`test_<metric>` in metrics.json, `test_predictions.jsonl`) get, in this report of dev scores, a
+table per encoder of each mode's test score and each pair's interval on dev beside its
+interval on test (`tables.test_table`); `--split test` scores the whole report on test, its
+intervals from the test predictions.
+
 The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
 the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
 mean seconds per epoch, then trainable parameters), its 95% intervals against the modes it was

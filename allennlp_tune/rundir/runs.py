@@ -336,6 +336,13 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     run.cost = read_json(run_dir / COST_NAME)
     run.predictions = (run_dir / PREDICTIONS_NAME).is_file()
     run.test_predictions = current_test_record(run_dir, info) is not None
+    # Test scores written for another archive than the run's (trained again in its folder).
+    recorded_test = info.get(TEST_RECORD_KEY)
+    stale_test = (
+        isinstance(recorded_test, dict)
+        and "error" not in recorded_test
+        and not run.test_predictions
+    )
     try:
         if config:
             run.metric, run.higher_is_better = metric_of_config(config)
@@ -364,7 +371,13 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     key = ("best_validation_" if split == "validation" else "test_") + str(run.metric)
     run.status, run.value, run.detail = _score(metrics, key)
     test_status, test_value, _ = _score(metrics, f"test_{run.metric}")
-    run.test_value = test_value if test_status == OK else None
+    run.test_value = test_value if test_status == OK and not stale_test else None
+    if split != "validation" and stale_test:
+        run.status, run.value = MISSING_METRIC, None
+        run.detail = (
+            f"its {key} is of an earlier {ARCHIVE_NAME} than the run's: score it on test again "
+            "(allennlp tune-test)"
+        )
     return run
 
 

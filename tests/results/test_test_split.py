@@ -195,6 +195,8 @@ def test_runs_are_scored_on_test_once_and_reported_with_test_intervals(
     stale = results / "sst2_bow_ft" / "seed_2"
     os.utime(stale / "model.tar.gz", ns=(1, 1))
     assert not load_run(stale).test_predictions and not is_scored(stale)
+    assert load_run(stale).test_value is None
+    assert "earlier model.tar.gz" in load_run(stale, split="test").detail
     # tune-test scores exactly these two (in this process, as its subprocess would: faster).
     monkeypatch.setattr(test_split, "train_subprocess", score_here)
     assert allennlp(monkeypatch, "tune-test", str(results)) == 0
@@ -216,6 +218,8 @@ def test_no_test_split_and_runs_without_archive_are_said_in_a_line(tmp_path, mon
     assert allennlp(monkeypatch, "tune-test", str(results)) == 2
     err = capsys.readouterr().err
     assert "have no test split" in err and "Traceback" not in err
+    assert allennlp(monkeypatch, "tune-test", str(tmp_path / "nowhere")) == 2
+    assert "nowhere: no such directory" in capsys.readouterr().err
 
     # A test split but no archive (deleted to free disk): named, not scored, no crash.
     run = results / "sst2_bow_ft" / "seed_1"
