@@ -1,7 +1,7 @@
 """Subcommands added to `allennlp`: `probe` (per-layer diagnostic classifiers), `mi` (EDGE
 mutual information per layer), `tune-report`, `tune-grid`, `tune-compare`, `tune-search`,
-`tune-data` and `tune-layers` (the layer signal). Importing this package registers them; their
-heavy dependencies (scikit-learn, matplotlib, Optuna) load only when a command runs."""
+`tune-test`, `tune-data` and `tune-layers` (the layer signal). Importing this package registers
+them; their heavy dependencies (scikit-learn, matplotlib, Optuna) load only when a command runs."""
 
 from allennlp_tune.commands.mi import MutualInformation
 from allennlp_tune.commands.probe import Probe
@@ -12,6 +12,7 @@ from allennlp_tune.commands.tune_grid import TuneGrid
 from allennlp_tune.commands.tune_layers import TuneLayers
 from allennlp_tune.commands.tune_report import TuneReport
 from allennlp_tune.commands.tune_search import TuneSearch
+from allennlp_tune.commands.tune_test import TuneTest
 
 __all__ = [
     "MutualInformation",
@@ -23,4 +24,5 @@ __all__ = [
     "TuneLayers",
     "TuneReport",
     "TuneSearch",
+    "TuneTest",
 ]

@@ -1,6 +1,7 @@
 """
-What tune-report, tune-grid, tune-compare and tune-search share: their output options (--html,
---png, --json, --probe-dir, --split), how every run is trained (--seeds, --results-dir, ...),
+What tune-report, tune-grid, tune-compare, tune-search and tune-test share: their output options
+(--html, --png, --json, --probe-dir, --split), how every run is trained (--seeds, --results-dir,
+..., --test: the finished runs scored on test afterwards, `score_on_test`),
 printing the report, and ending a command on an error a user can cause with one line naming what
 was wrong (exit code 2). tune-grid and tune-compare exit with 1 when a run failed and 130 when
 interrupted, after saying what will rerun.
@@ -46,7 +47,8 @@ def add_output_arguments(subparser: argparse.ArgumentParser) -> None:
         "--split",
         choices=("validation", "test"),
         default="validation",
-        help="score runs by best_validation_<metric> (default) or test_<metric> in metrics.json",
+        help="score runs by best_validation_<metric> (default) or test_<metric> in metrics.json "
+        "(test: paired intervals from test_predictions.jsonl, which --test writes)",
     )
 
 
@@ -73,6 +75,36 @@ def add_keep_checkpoints_argument(subparser: argparse.ArgumentParser) -> None:
         help="keep each finished run's epoch checkpoints, best.th and feature_cache/, and the "
         "shared feature cache (default: delete them; model.tar.gz has the weights)",
     )
+
+
+def add_test_argument(subparser: argparse.ArgumentParser) -> None:
+    subparser.add_argument(
+        "--test",
+        action="store_true",
+        help="after training, score every finished run on the task's test split once (its "
+        "metrics as test_<metric> in metrics.json, test_predictions.jsonl); the report then "
+        "shows test scores and paired intervals on test beside the dev ones (tune-report "
+        "--split test for the test table alone). Runs scored before are not scored again",
+    )
+
+
+def score_on_test(command: str, dirs) -> bool:
+    """
+    `--test`: scores the finished runs under `dirs` on test (`experiments.test_split`) and says
+    what it did, or why it could not, in a line or a few (stderr). Whether it went without an
+    error a user must fix.
+    """
+    from allennlp_tune.experiments.test_split import score_test_split
+
+    try:
+        scoring = score_test_split([Path(d) for d in dirs])
+    except (FileNotFoundError, ConfigurationError) as error:
+        print(f"allennlp {command}: {error}", file=sys.stderr)
+        return False
+    for note in scoring.notes:
+        print(f"{command}: {note}", file=sys.stderr)
+    print(scoring.summary(command) + "\n", file=sys.stderr)
+    return not scoring.failed
 
 
 def seed(text: str) -> int:
@@ -120,6 +152,7 @@ def add_run_arguments(subparser: argparse.ArgumentParser) -> None:
         "uses now (default: refuse, naming what changed)",
     )
     subparser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_test_argument(subparser)
     planning = subparser.add_mutually_exclusive_group()
     planning.add_argument(
         "--no-plan",
@@ -185,9 +218,12 @@ def train_and_report(command: str, train, args: argparse.Namespace) -> None:
         f"complete, {len(result.failed)} failed.\n",
         file=sys.stderr,
     )
+    tested = score_on_test(command, [args.results_dir]) if getattr(args, "test", False) else True
     print_report([args.results_dir], args)
     if result.failed:
         sys.exit(1)
+    if not tested:
+        sys.exit(2)
 
 
 def print_report(dirs, args: argparse.Namespace) -> None:

@@ -8,8 +8,9 @@ Options: `--bootstrap N` replicates of the paired bootstrap (default 2000), `--n
 skip it (Δ then keeps the old one-point rule `[ft]` / `[fe]` in every row), `--margin M` (a tie
 whose interval lies inside (-M, +M) points reads `equivalent within M`), `--json FILE`,
 `--html FILE`, `--png FILE` (`--probe-dir TASK=DIR`, repeatable: an `allennlp probe` output drawn
-beside the task's fe mix weights), `--split validation|test` (intervals only for validation: the
-predictions are dev predictions).
+beside the task's fe mix weights), `--split validation|test` (test: the runs' `test_<metric>` and
+intervals from their `test_predictions.jsonl`, which `--test` of tune-compare / tune-grid and
+`tune-test` write after training; a report of dev scores shows them in a table of its own).
 
 The paired verdict: for each task row, every mode with predictions against the reference `fe`,
 and sf / bitfit / lora against `ft`, by the paired bootstrap of `allennlp_tune.reporting.paired`
@@ -21,7 +22,7 @@ encoder lists every pair, and a row without an interval keeps the old rule in it
 `runs_without_predictions`):
 
 - `paired_test`: the sentence of `describe_test` (how intervals were made), or null when none
-  were computed (`--no-intervals`, `--split test`); `replicates`: the bootstrap's replicates;
+  were computed (`--no-intervals`); `replicates`: the bootstrap's replicates;
   `margin`: `--margin` (null without it).
 - `rows`: one per encoder and task, with `encoder`, `task`, `metric`, `delta` (ft − fe of the
   means), `delta_favours` ("ft", "fe" or null by the OLD one-point rule, kept for every row),
@@ -43,7 +44,12 @@ encoder lists every pair, and a row without an interval keeps the old rule in it
     (`direct: the encoder's model card lists multi_nli (MultiNLI)`, `related: ...`); [] if none;
   - `overlap_kind`: "direct", "related" or null (the row's mark `†` / `(†)` / none);
   - `overlap_details`: per overlap `kind`, `dataset`, `reason`, `text`, `card` (README.md path);
-  - `overlap_unknown`: encoder folders of the row's runs without a model card.
+  - `overlap_unknown`: encoder folders of the row's runs without a model card;
+  - `test` (a report of dev scores; null without runs scored on test, and with `--split test`):
+    `cells` (per mode `mean`, `std`, `n`, `text` of the test scores), `paired`, `paired_seeds`
+    and `paired_notes` as above, from the runs' `test_predictions.jsonl`.
+  Each run of `cells` also has `test_predictions` (whether it has current ones) and
+  `test_value` (its `test_<metric>`, null without).
 """
 
 import argparse

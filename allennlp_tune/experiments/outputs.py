@@ -76,7 +76,8 @@ def prediction_device(config: Mapping[str, Any]) -> int:
     return device if torch.cuda.is_available() else -1
 
 
-def _batch_size(config: Mapping[str, Any]) -> int:
+def prediction_batch_size(config: Mapping[str, Any]) -> int:
+    """The batch size of the config's validation (else training) data loader, else 32."""
     for key in ("validation_data_loader", "data_loader"):
         loader = config.get(key)
         if not isinstance(loader, dict):
@@ -124,17 +125,13 @@ def _prediction(output: Mapping[str, Any], gold: Any) -> Any:
     )
 
 
-def write_dev_predictions(
-    run_dir: Path, cuda_device: Optional[int] = None, batch_size: Optional[int] = None
-) -> int:
+def load_for_prediction(run_dir: Path, cuda_device: Optional[int], purpose: str):
     """
-    Writes `dev_predictions.jsonl` into `run_dir`: the archived (best) model's predictions on
-    the run's validation data, one line per instance the validation reader yields, in its
-    order: `{"index": i, "gold": G, "prediction": P}`, with G and P label strings
-    (classification), floats (regression) or lists of tag strings, one per word in the task's
-    coding scheme (tagging). Uses AllenNLP's own machinery: `load_archive`, the archive's
-    validation reader and the model's default predictor (`forward_on_instances` and
-    `make_output_human_readable`). Returns the number of lines; written atomically.
+    The run's archive (`load_archive`) and a predictor of its model, for `purpose` (what the
+    pass is, for the feature cache's note). The pass reads the feature cache but does not grow
+    it. An archive whose encoder was fine-tuned (sf, or any schedule that starts frozen) loads in
+    its frozen first stage, so the cache applies, keyed by the tuned weights: writing would
+    store the whole split once more per run, for features no other run can read.
     `cuda_device`: `None` for the device the run trained on (`prediction_device`).
     """
     from allennlp.models.archival import load_archive
@@ -142,34 +139,31 @@ def write_dev_predictions(
 
     from allennlp_tune.modules.feature_cache import FeatureCache
 
-    run_dir = Path(run_dir)
-    archive_path = run_dir / ARCHIVE_NAME
+    archive_path = Path(run_dir) / ARCHIVE_NAME
     if not tarfile.is_tarfile(archive_path):
         raise ConfigurationError(f"{archive_path} is not a model archive")
-    config = read_json(run_dir / CONFIG_NAME) or {}
     if cuda_device is None:
-        cuda_device = prediction_device(config)
+        cuda_device = prediction_device(read_json(Path(run_dir) / CONFIG_NAME) or {})
     archive = load_archive(str(archive_path), cuda_device=cuda_device)
-    # The pass reads the feature cache but does not grow it. An archive whose encoder was
-    # fine-tuned (sf, or any schedule that starts frozen) loads in its frozen first stage, so
-    # the cache applies, keyed by the tuned weights: writing would store the whole dev set once
-    # more per run, for features no other run can read.
     for module in archive.model.modules():
         cache = getattr(module, "feature_cache", None)
         if isinstance(cache, FeatureCache):
-            cache.read_only("dev predictions of a finished run")
-    data_path = archive.config.get("validation_data_path", None)
-    if not data_path:
-        raise ConfigurationError(f"{archive_path}: its config has no validation_data_path")
+            cache.read_only(purpose)
     try:
         predictor = Predictor.from_archive(archive)
     except Exception as error:  # e.g. a default predictor that needs a spaCy model
         logger.info("Predicting with the base Predictor: %s", error)
         archive.model.eval()
         predictor = Predictor(archive.model, archive.validation_dataset_reader)
-    reader = archive.validation_dataset_reader
-    size = batch_size or _batch_size(config)
-    target = run_dir / PREDICTIONS_NAME
+    return archive, predictor
+
+
+def write_predictions(predictor, reader, data_path: str, target: Path, batch_size: int) -> int:
+    """
+    Writes `target` (atomically): `predictor`'s answer on every instance `reader` yields from
+    `data_path`, in its order, one `{"index": i, "gold": G, "prediction": P}` line each (see
+    `write_dev_predictions`). Returns the number of lines.
+    """
     temporary = target.with_name(target.name + ".tmp")
     index = 0
     with open(temporary, "w", encoding="utf-8") as out:
@@ -187,12 +181,40 @@ def write_dev_predictions(
 
         for instance in reader.read(data_path):
             batch.append(instance)
-            if len(batch) == size:
+            if len(batch) == batch_size:
                 flush()
         if batch:
             flush()
     os.replace(temporary, target)
     return index
+
+
+def write_dev_predictions(
+    run_dir: Path, cuda_device: Optional[int] = None, batch_size: Optional[int] = None
+) -> int:
+    """
+    Writes `dev_predictions.jsonl` into `run_dir`: the archived (best) model's predictions on
+    the run's validation data, one line per instance the validation reader yields, in its
+    order: `{"index": i, "gold": G, "prediction": P}`, with G and P label strings
+    (classification), floats (regression) or lists of tag strings, one per word in the task's
+    coding scheme (tagging). Uses AllenNLP's own machinery: `load_archive`, the archive's
+    validation reader and the model's default predictor (`forward_on_instances` and
+    `make_output_human_readable`). Returns the number of lines; written atomically.
+    `cuda_device`: `None` for the device the run trained on (`prediction_device`).
+    """
+    run_dir = Path(run_dir)
+    archive, predictor = load_for_prediction(
+        run_dir, cuda_device, "dev predictions of a finished run"
+    )
+    data_path = archive.config.get("validation_data_path", None)
+    if not data_path:
+        raise ConfigurationError(
+            f"{run_dir / ARCHIVE_NAME}: its config has no validation_data_path"
+        )
+    size = batch_size or prediction_batch_size(read_json(run_dir / CONFIG_NAME) or {})
+    return write_predictions(
+        predictor, archive.validation_dataset_reader, data_path, run_dir / PREDICTIONS_NAME, size
+    )
 
 
 _PREDICT_SCRIPT = (

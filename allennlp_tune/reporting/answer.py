@@ -163,4 +163,10 @@ def answer_lines(report: "Report") -> List[str]:
                 "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
                 "another rate may change its verdict."
             )
+    if lines and report.split != "validation":
+        lines.insert(
+            0,
+            f"On the {report.split} split: these verdicts check the choice made on dev (the "
+            "default report), they do not make it.",
+        )
     return lines

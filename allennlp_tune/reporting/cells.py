@@ -6,6 +6,7 @@ paper's numbers, with its paired comparisons and its known overlaps once they ar
 (`intervals.compute_paired`, `report.find_known_overlaps`).
 """
 
+import dataclasses
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -198,16 +199,41 @@ class Row:
     paired_notes: List[str] = field(default_factory=list)
     # The seeds whose predictions went into the intervals, per mode.
     paired_seeds: Dict[str, List[Optional[int]]] = field(default_factory=dict)
+    # In a report of dev scores, the same from the runs scored on test after training
+    # (`test_predictions.jsonl`, `experiments.test_split`); empty where none was.
+    test_paired: List[PairedResult] = field(default_factory=list)
+    test_paired_seeds: Dict[str, List[Optional[int]]] = field(default_factory=dict)
+    test_paired_notes: List[str] = field(default_factory=list)
     overlaps: List[KnownOverlap] = field(default_factory=list)
     # Encoder folders of this row's runs without a model card (overlap unknown), and card errors.
     overlap_unknown: List[str] = field(default_factory=list)
     overlap_problems: List[str] = field(default_factory=list)
 
-    def pair(self, mode_a: str, mode_b: str) -> Optional[PairedResult]:
-        for result in self.paired:
+    def pair(self, mode_a: str, mode_b: str, test: bool = False) -> Optional[PairedResult]:
+        """The pair's result (on dev, or with `test` on test), `None` without one."""
+        for result in self.test_paired if test else self.paired:
             if (result.mode_a, result.mode_b) == (mode_a, mode_b):
                 return result
         return None
+
+    def test_cell(self, mode: str) -> Summary:
+        """The mode's scored runs that have a test score (`Run.test_value`), scored by it."""
+        return Summary(
+            [
+                dataclasses.replace(run, value=run.test_value)
+                for run in self.cells[mode].scored_runs
+                if run.test_value is not None
+            ]
+        )
+
+    @property
+    def tested(self) -> bool:
+        """Whether some scored run of the row has a test score or test predictions."""
+        return any(
+            run.test_value is not None or run.test_predictions
+            for cell in self.cells.values()
+            for run in cell.scored_runs
+        )
 
     @property
     def compared(self) -> bool:

@@ -1,9 +1,10 @@
 """
 The paired intervals of a row: which pairs of modes are compared (`row_pairs`), what the paired
 bootstrap needs from the runs' configs (`bootstrap_options`), and `compute_paired`, which reads
-the runs' dev predictions and fills a `Row`'s paired results, the seeds behind them and the
-notes on why a pair has no interval. With a margin, a tie inside it reads as equivalence
-(`within_margin`).
+the runs' dev predictions (or, for the test split, the test predictions that
+`experiments.test_split` wrote) and fills a `Row`'s paired results, the seeds behind them and
+the notes on why a pair has no interval (`paired_results` returns them instead). With a
+margin, a tie inside it reads as equivalence (`within_margin`).
 """
 
 import dataclasses
@@ -28,8 +29,19 @@ from allennlp_tune.reporting.paired import (
 )
 from allennlp_tune.rundir import (
     PREDICTIONS_NAME,
+    TEST_PREDICTIONS_NAME,
     Run,
 )
+
+
+def predictions_name(split: str) -> str:
+    """The predictions file the intervals of `split` ("validation" or "test") read."""
+    return PREDICTIONS_NAME if split == "validation" else TEST_PREDICTIONS_NAME
+
+
+def has_predictions(run: Run, split: str) -> bool:
+    """Whether the run has (current) predictions of `split`."""
+    return run.predictions if split == "validation" else run.test_predictions
 
 
 def equivalent_verdict(margin: float) -> str:
@@ -98,31 +110,34 @@ def _mixed_note(mode: str, mixed: Dict[str, Dict[str, int]]) -> str:
     )
 
 
-def _read_mode(scored: Sequence[Run], mode: str, notes: List[str]) -> List[Tuple[Run, Predictions]]:
+def _read_mode(
+    scored: Sequence[Run], mode: str, notes: List[str], split: str = "validation"
+) -> List[Tuple[Run, Predictions]]:
     """The predictions of a mode's scored runs that have usable ones; the others become notes."""
     loaded = []
+    name = predictions_name(split)
     for run in scored:
-        if not run.predictions:
+        if not has_predictions(run, split):
             continue
         try:
-            loaded.append((run, read_predictions(run.path / PREDICTIONS_NAME)))
+            loaded.append((run, read_predictions(run.path / name)))
         except (PredictionsMismatch, OSError, UnicodeDecodeError) as error:
             notes.append(f"{mode}: left out of the intervals: {error}")
     if loaded and len(loaded) < len(scored):
         notes.append(
             f"{mode}: the intervals use {len(loaded)} of its {len(scored)} scored runs (the "
-            f"others have no usable {PREDICTIONS_NAME})"
+            f"others have no usable {name})"
         )
     return loaded
 
 
 def row_predictions(
-    row: Row, notes: List[str]
+    row: Row, notes: List[str], split: str = "validation"
 ) -> Tuple[Dict[str, List[Predictions]], Dict[str, List[Run]]]:
     """
-    Per mode of the row, the predictions its intervals use and the runs they came from. A mode
-    whose runs mix settings, or whose scored runs have no usable predictions, is left out, and
-    `notes` says why.
+    Per mode of the row, the predictions of `split` its intervals use and the runs they came
+    from. A mode whose runs mix settings, or whose scored runs have no usable predictions, is
+    left out, and `notes` says why.
     """
     by_mode: Dict[str, List[Predictions]] = {}
     used: Dict[str, List[Run]] = {}
@@ -133,7 +148,7 @@ def row_predictions(
         if mixed:
             notes.append(_mixed_note(mode, mixed))
             continue
-        loaded = _read_mode(scored, mode, notes)
+        loaded = _read_mode(scored, mode, notes, split)
         if not loaded:
             if scored:
                 without.append(mode)
@@ -141,7 +156,9 @@ def row_predictions(
         by_mode[mode] = [predictions for _, predictions in loaded]
         used[mode] = [run for run, _ in loaded]
     if by_mode and without:
-        notes.append(f"not compared: {', '.join(without)} (no scored run has {PREDICTIONS_NAME})")
+        notes.append(
+            f"not compared: {', '.join(without)} (no scored run has {predictions_name(split)})"
+        )
     return by_mode, used
 
 
@@ -174,40 +191,53 @@ def _compare_pairs(
         return []
 
 
-def compute_paired(
-    row: Row, replicates: int = DEFAULT_REPLICATES, seed: int = 0, margin: Optional[float] = None
-) -> None:
+Paired = Tuple[List[PairedResult], Dict[str, List[Optional[int]]], List[str]]
+
+
+def paired_results(
+    row: Row,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    margin: Optional[float] = None,
+    split: str = "validation",
+) -> Paired:
     """
-    Fills `row.paired`, `row.paired_seeds` and `row.paired_notes`: the paired bootstrap of every
-    pair of `row_pairs` over the scored runs with predictions, in one `compare_modes` call (the
-    same resamples for every pair). Problems (a broken or mismatched predictions file, a metric
-    the bootstrap does not know) become notes, never errors. With a `margin` (points), a tie
-    whose interval lies inside (-margin, +margin) gets the verdict `equivalent_verdict(margin)`.
+    The paired bootstrap of every pair of `row_pairs` over the row's scored runs with
+    predictions of `split`, in one `compare_modes` call (the same resamples for every pair):
+    the results, the seeds behind them per mode, and the notes. Problems (a broken or
+    mismatched predictions file, a metric the bootstrap does not know) become notes, never
+    errors. With a `margin` (points), a tie whose interval lies inside (-margin, +margin) gets
+    the verdict `equivalent_verdict(margin)`.
     """
     notes: List[str] = []
-    by_mode, used = row_predictions(row, notes)
+    by_mode, used = row_predictions(row, notes, split)
     pairs = row_pairs(list(by_mode))
     if not pairs:
-        row.paired_notes = notes
-        return
+        return [], {}, notes
     runs = [run for mode_runs in used.values() for run in mode_runs]
     metrics = sorted({str(run.metric) for run in runs})
     if len(metrics) > 1:
-        row.paired_notes = notes + [
-            f"no intervals: the runs' metrics differ ({', '.join(metrics)})"
-        ]
-        return
+        return [], {}, notes + [f"no intervals: the runs' metrics differ ({', '.join(metrics)})"]
     metric = metrics[0]
     try:
         kind = metric_kind(metric)
     except ValueError as error:
-        row.paired_notes = notes + [f"no intervals: {error}"]
-        return
+        return [], {}, notes + [f"no intervals: {error}"]
     options = dict(replicates=replicates, seed=seed, **bootstrap_options(runs, kind))
     results = _compare_pairs(by_mode, metric, pairs, options, notes)
-    row.paired = [within_margin(result, margin) for result in results]
     compared = {mode for result in results for mode in (result.mode_a, result.mode_b)}
-    row.paired_seeds = {
-        mode: [run.seed for run in used[mode]] for mode in by_mode if mode in compared
-    }
-    row.paired_notes = notes
+    seeds = {mode: [run.seed for run in used[mode]] for mode in by_mode if mode in compared}
+    return [within_margin(result, margin) for result in results], seeds, notes
+
+
+def compute_paired(
+    row: Row,
+    replicates: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    margin: Optional[float] = None,
+    split: str = "validation",
+) -> None:
+    """Fills `row.paired`, `row.paired_seeds` and `row.paired_notes` (`paired_results`)."""
+    row.paired, row.paired_seeds, row.paired_notes = paired_results(
+        row, replicates, seed, margin, split
+    )

@@ -4,10 +4,10 @@ summary lines, the answer, the tables and the notes of a `Report`, and in the JS
 with its cells and runs. The HTML and the PNG (`html_report`) show the same model.
 """
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from allennlp_tune.reporting.answer import ANSWER_TITLE, answer_lines
-from allennlp_tune.reporting.cells import Summary
+from allennlp_tune.reporting.cells import Row, Summary
 from allennlp_tune.reporting.labels import REPORT_TITLE
 from allennlp_tune.reporting.paired import (
     describe_test,
@@ -64,9 +64,28 @@ def _summary_json(summary: Summary) -> Dict[str, Any]:
                 "log": run.log,
                 "cost": run.cost,
                 "predictions": run.predictions,
+                "test_predictions": run.test_predictions,
+                "test_value": run.test_value,
             }
             for run in summary.runs
         ],
+    }
+
+
+def _test_json(row: Row) -> Optional[Dict[str, Any]]:
+    """A dev report's row on test (runs scored on test after training), `None` if none was."""
+    if not row.tested:
+        return None
+    cells = {mode: row.test_cell(mode) for mode in row.used_modes()}
+    return {
+        "cells": {
+            mode: {"mean": cell.mean, "std": cell.std, "n": len(cell.scores), "text": cell.text()}
+            for mode, cell in cells.items()
+            if cell.runs
+        },
+        "paired": [result.as_dict() for result in row.test_paired],
+        "paired_seeds": row.test_paired_seeds,
+        "paired_notes": row.test_paired_notes,
     }
 
 
@@ -88,6 +107,7 @@ def render_json(report: Report) -> Dict[str, Any]:
                     "paired": [result.as_dict() for result in row.paired],
                     "paired_seeds": row.paired_seeds,
                     "paired_notes": row.paired_notes,
+                    "test": _test_json(row) if report.split == "validation" else None,
                     "overlap": [known.overlap.text() for known in row.overlaps],
                     "overlap_kind": row.overlap_kind,
                     "overlap_details": [known.as_dict() for known in row.overlaps],
@@ -104,11 +124,7 @@ def render_json(report: Report) -> Dict[str, Any]:
         "split": report.split,
         "roots": report.roots,
         "superseded": report.superseded,
-        "paired_test": (
-            describe_test(report.replicates)
-            if report.intervals and report.split == "validation"
-            else None
-        ),
+        "paired_test": describe_test(report.replicates) if report.intervals else None,
         "replicates": report.replicates,
         "margin": report.margin,
         "rows": rows,

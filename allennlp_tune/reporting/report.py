@@ -27,6 +27,12 @@ seeds, and why a row or pair has no interval (naming the files of mismatched pre
 With a margin (`tune-report --margin M`, points), a tie whose interval lies inside (-M, +M) reads
 `equivalent within M` (two one-sided tests on the same interval).
 
+The test split. Runs scored on test after training (`tune-compare --test`, `tune-test`:
+`test_<metric>` in metrics.json, `test_predictions.jsonl`) get, in this report of dev scores, a
+table per encoder of each mode's test score and each pair's interval on dev beside its
+interval on test (`tables.test_table`); `--split test` scores the whole report on test, its
+intervals from the test predictions.
+
 The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
 the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
 mean seconds per epoch, then trainable parameters), its 95% intervals against the modes it was
@@ -82,7 +88,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting.cells import KnownOverlap, Row, Summary
 from allennlp_tune.reporting.costs import has_costs
-from allennlp_tune.reporting.intervals import compute_paired, equivalent_verdict
+from allennlp_tune.reporting.intervals import (
+    compute_paired,
+    equivalent_verdict,
+    has_predictions,
+    paired_results,
+    predictions_name,
+)
 from allennlp_tune.reporting.labels import (
     FAVOURS_FEATURE_EXTRACTION,
     FAVOURS_FINE_TUNING,
@@ -115,10 +127,10 @@ from allennlp_tune.reporting.tables import (
     other_table,
     paired_table,
     score_table,
+    test_table,
 )
 from allennlp_tune.rundir import (
     COST_NAME,
-    PREDICTIONS_NAME,
     RUN_MODES,
     SEQUENTIAL_NAME,
     TASKS,
@@ -166,10 +178,10 @@ class Report:
         for encoder, rows in self.encoder_rows.items():
             title = encoder_title(encoder)
             tables.append(score_table(title, rows))
+            tested = test_table(title, rows) if self.split == "validation" else None
+            paired = paired_table(title, rows, self.split)
             tables += [
-                table
-                for table in (paired_table(title, rows), cost_table(title, rows))
-                if table is not None
+                table for table in (paired, tested, cost_table(title, rows)) if table is not None
             ]
         if self.others:
             tables.append(other_table(self.others))
@@ -190,8 +202,9 @@ class Report:
             + " score of each run's primary metric (the trainer's validation_metric), ×100, "
             "mean ± sample std over seeds, n = seeds with a score.",
             (
-                f"Δ = ft − fe in points. {VERDICT_HEADER}: ft − fe from the runs' dev "
-                "predictions with its paired-bootstrap 95% interval, and the mode it favours, or "
+                f"Δ = ft − fe in points. {VERDICT_HEADER}: ft − fe from the runs' "
+                f"{'dev' if self.split == 'validation' else self.split} predictions with its "
+                "paired-bootstrap 95% interval, and the mode it favours, or "
                 "tie when the interval contains 0 (see the notes). Rows without an interval keep "
                 f"the old rule in Δ: {FAVOURS_FINE_TUNING} where Δ > 1, "
                 f"{FAVOURS_FEATURE_EXTRACTION} where Δ < −1 (no test)."
@@ -207,6 +220,12 @@ class Report:
             )
             + " sf = stack-then-finetune.",
         ]
+        if self.split == "validation" and any(row.tested for row in self.rows()):
+            lines.append(
+                "Test: the runs scored on the test split after training (tune-compare --test) "
+                "have a table of their test scores, each pair's interval on dev beside its "
+                "interval on test; the choice stays the one made on dev."
+            )
         if any(row.overlaps for row in self.rows()):
             lines.append(
                 f"{OVERLAP_MARK}: the encoder's model card lists a dataset the task is built "
@@ -233,18 +252,15 @@ class Report:
         old_rule = f"Δ keeps the old rule ({FAVOURS_FINE_TUNING}/{FAVOURS_FEATURE_EXTRACTION})"
         if not self.intervals:
             return [f"Paired intervals not computed (--no-intervals): {old_rule} in every row."]
-        if self.split != "validation":
-            return [
-                f"No paired intervals with --split {self.split}: {PREDICTIONS_NAME} holds dev "
-                f"predictions, not {self.split} ones; {old_rule} in every row."
-            ]
+        name = predictions_name(self.split)
+        examples = "dev" if self.split == "validation" else self.split
         lines = []
         if any(row.paired for _, row in labelled):
             lines.append(
                 describe_test(self.replicates)
                 + " Differences are in points (×100) of each task's metric, computed from the "
-                f"runs' {PREDICTIONS_NAME} (the archived best model on the dev set), so they can "
-                "differ slightly from Δ, which averages the best-epoch scores of metrics.json. "
+                f"runs' {name} (the archived best model on the {examples} set), so they can "
+                "differ slightly from Δ, which averages the scores of metrics.json. "
                 f"Each mode is compared with the reference {REFERENCE} (mode − {REFERENCE}) and "
                 f"the others also with {SECOND_REFERENCE}; {PEFT_PAIR[0]} also with "
                 f"{PEFT_PAIR[1]}. The verdict replaces the old one-point "
@@ -266,16 +282,19 @@ class Report:
                     f"{mode} {_seed_list(seeds)}" for mode, seeds in row.paired_seeds.items()
                 )
                 lines.append(
-                    f"{label} ({first.metric}): {first.examples} dev examples, "
+                    f"{label} ({first.metric}): {first.examples} {examples} examples, "
                     f"{self.replicates} replicates; seeds {seeds}."
                 )
             elif not row.paired_notes:
-                lines.append(f"{label}: no interval ({_no_interval_reason(row)}); {old_rule}.")
+                reason = _no_interval_reason(row, self.split)
+                lines.append(f"{label}: no interval ({reason}); {old_rule}.")
             for note in row.paired_notes:
                 lines.append(f"{label}: {note}")
             if row.paired_notes and row.verdict is None:
                 kept = old_rule if row.delta is not None else "no Δ either (a cell is mixed)"
                 lines.append(f"{label}: no interval of ft vs fe; {kept}.")
+            for note in row.test_paired_notes:
+                lines.append(f"{label}, on test: {note}")
         return lines
 
     def sequential_lines(self) -> List[str]:
@@ -396,13 +415,14 @@ class Report:
         return [run for run in self.runs if run.scored and not has_costs(run)]
 
     def without_predictions(self) -> List[Run]:
-        """Scored runs without dev predictions (no paired intervals from them)."""
-        return [run for run in self.runs if run.scored and not run.predictions]
+        """Scored runs without predictions of the split (no paired intervals from them)."""
+        return [run for run in self.runs if run.scored and not has_predictions(run, self.split)]
 
     def missing_output_lines(self) -> List[str]:
         """Which scored runs lack costs or dev predictions: one line if all do, else per run."""
         scored = [run for run in self.runs if run.scored]
         no_costs, no_predictions = self.without_costs(), self.without_predictions()
+        name = predictions_name(self.split)
         all_no_costs = bool(scored) and len(no_costs) == len(scored)
         all_no_predictions = bool(scored) and len(no_predictions) == len(scored)
         lines = []
@@ -413,15 +433,19 @@ class Report:
             )
         if all_no_predictions:
             lines.append(
-                f"None of the {len(scored)} scored runs has {PREDICTIONS_NAME} (tune-grid and "
-                "tune-search write it after training; older runs have none)."
+                f"None of the {len(scored)} scored runs has {name} ("
+                + (
+                    "tune-grid and tune-search write it after training; older runs have none)."
+                    if self.split == "validation"
+                    else "tune-compare --test and tune-grid --test write it)."
+                )
             )
         for run in scored:
             missing = []
             if not all_no_costs and any(run is other for other in no_costs):
                 missing.append(f"no costs ({COST_NAME})")
             if not all_no_predictions and any(run is other for other in no_predictions):
-                missing.append(f"no {PREDICTIONS_NAME}")
+                missing.append(f"no {name}")
             if missing:
                 lines.append(f"{_display_path(run.path)}: {', '.join(missing)}")
         return lines
@@ -456,16 +480,17 @@ def _seed_list(seeds: Sequence[Optional[int]]) -> str:
     return f"({text})" if len(seeds) > 1 else text
 
 
-def _no_interval_reason(row: "Row") -> str:
+def _no_interval_reason(row: "Row", split: str = "validation") -> str:
+    name = predictions_name(split)
     scored = [run for cell in row.cells.values() for run in cell.scored_runs]
-    if not any(run.predictions for run in scored):
-        return f"no scored run has {PREDICTIONS_NAME}"
+    if not any(has_predictions(run, split) for run in scored):
+        return f"no scored run has {name}"
     with_predictions = [
         mode
         for mode in row.used_modes()
-        if any(run.predictions for run in row.cells[mode].scored_runs)
+        if any(has_predictions(run, split) for run in row.cells[mode].scored_runs)
     ]
-    return f"only {', '.join(with_predictions)} has {PREDICTIONS_NAME}, nothing to compare with"
+    return f"only {', '.join(with_predictions)} has {name}, nothing to compare with"
 
 
 def find_known_overlaps(row: Row, cards: Optional[Dict[str, Any]] = None) -> None:
@@ -510,7 +535,8 @@ def build_report(
 ) -> Report:
     """
     Groups runs into Table 2 cells (or the other-runs table) and pairs them with the paper; with
-    `intervals` (and the validation split) the paired bootstrap of each row's modes, with
+    `intervals` the paired bootstrap of each row's modes on the `split`'s predictions, and in a
+    report of dev scores also on the test predictions of runs scored on test, with
     `replicates` replicates (ties inside +-`margin` points read "equivalent within margin");
     the known overlaps from the encoders' model cards.
     """
@@ -551,8 +577,12 @@ def build_report(
     cards: Dict[str, Any] = {}
     for rows in encoder_rows.values():
         for row in rows:
-            if intervals and split == "validation":
-                compute_paired(row, replicates, margin=margin)
+            if intervals:
+                compute_paired(row, replicates, margin=margin, split=split)
+            if intervals and split == "validation" and row.tested:
+                row.test_paired, row.test_paired_seeds, row.test_paired_notes = paired_results(
+                    row, replicates, margin=margin, split="test"
+                )
             find_known_overlaps(row, cards)
 
     def other_order(item: Tuple[str, Summary]) -> Tuple[int, str]:

@@ -152,10 +152,11 @@ def cost_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
     return Table(f"{title}: costs (mean over runs)", header, body)
 
 
-def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
+def paired_table(title: str, rows: Sequence[Row], split: str = "validation") -> Optional[Table]:
     """
     Every pair of the encoder's rows: one column per pair (`ft − fe`, `sf − fe`, ..., `sf − ft`)
     with `difference [low, high] verdict`; rows of tasks with at least one pair. `None` if none.
+    `split` names the examples the intervals resampled (dev, or test with `--split test`).
     """
     compared = [row for row in rows if row.paired]
     if not compared:
@@ -178,8 +179,41 @@ def paired_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
         seeds = ", ".join(f"{mode} {len(seeds)}" for mode, seeds in row.paired_seeds.items())
         cells += [(str(row.paired[0].examples), None), (seeds, None)]
         body.append(cells)
-    header = ["Task (metric)"] + [f"{a} − {b}" for a, b in pairs] + ["Dev examples", "Seeds"]
+    examples = "Dev examples" if split == "validation" else "Test examples"
+    header = ["Task (metric)"] + [f"{a} − {b}" for a, b in pairs] + [examples, "Seeds"]
     return Table(f"{title}: paired differences (points, 95% CI, verdict)", header, body)
+
+
+TEST_TITLE = "scored on test after the decision on dev (points, 95% CI, verdict)"
+
+
+def test_table(title: str, rows: Sequence[Row]) -> Optional[Table]:
+    """
+    In a report of dev scores, the runs scored on test after training (`tune-compare --test`):
+    per task each mode's test score (mean ± std over the seeds scored, as the score table), then
+    each pair's paired interval on test beside its dev one (`dev … / test …`). `None` where no
+    run was scored on test.
+    """
+    tested = [row for row in rows if row.tested]
+    if not tested:
+        return None
+    modes = [mode for mode in shown_modes(tested) if any(r.test_cell(mode).runs for r in tested)]
+    used = {mode for row in tested for mode in row.used_modes()}
+    present = {(r.mode_a, r.mode_b) for row in tested for r in row.test_paired}
+    pairs = [pair for pair in row_pairs(ordered_run_modes([*RUN_MODES, *used])) if pair in present]
+    body = []
+    for row in tested:
+        cells: List[Cell] = [(f"{row.title} ({row.metric})", None)]
+        cells += [(row.test_cell(mode).text(), None) for mode in modes]
+        for mode_a, mode_b in pairs:
+            dev, test = row.pair(mode_a, mode_b), row.pair(mode_a, mode_b, test=True)
+            text = f"dev {dev.text() if dev else NONE} / test {test.text() if test else NONE}"
+            cells.append((text, cell_mark(test.verdict) if test else None))
+        examples = str(row.test_paired[0].examples) if row.test_paired else NONE
+        body.append(cells + [(examples, None)])
+    header = ["Task (metric)"] + [f"{mode} (test)" for mode in modes]
+    header += [f"{a} − {b}" for a, b in pairs] + ["Test examples"]
+    return Table(f"{title}: {TEST_TITLE}", header, body)
 
 
 def score_row(row: Row, extra_modes: Sequence[str], verdicts: bool) -> List[Cell]:

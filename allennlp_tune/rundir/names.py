@@ -29,6 +29,10 @@ ARCHIVE_NAME = "model.tar.gz"
 COST_NAME = "cost.json"
 # The best model's dev predictions, written by tune-grid and tune-search (`grid.predict_dev`).
 PREDICTIONS_NAME = "dev_predictions.jsonl"
+# The same on the test split, written only when asked (`tune-compare --test`,
+# `experiments.test_split`), with its record under this key of `tune_run.json`.
+TEST_PREDICTIONS_NAME = "test_predictions.jsonl"
+TEST_RECORD_KEY = "test"
 # The looks of `tune-compare --sequential`, in the results folder (`experiments.rounds`).
 SEQUENTIAL_NAME = "sequential.json"
 

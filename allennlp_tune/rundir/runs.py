@@ -17,13 +17,15 @@ What a name may be is in `names.py`. A run whose name does not follow the patter
 reported, under its path.
 
 The score of a run is `best_validation_<metric>` in its `metrics.json` (`test_<metric>` with
-`split="test"`), where `<metric>` is the trainer's `validation_metric` in `config.json` without
-its sign (the first one when it is a list; AllenNLP's default is `-loss`). Only a finite JSON
-number within +-1e300 is a score: a string (`"0.9"`) or another JSON type gets the status "metric
-not a number", an infinity or a number so large that the report's arithmetic (x100, sums,
-differences) would overflow gets "metric not finite", and NaN (what AllenNLP writes for an
-undefined metric, e.g. Pearson of constant predictions) "missing metric"; each with the value in
-its detail, and none of them goes into a mean or a difference.
+`split="test"`: written by `allennlp train` with `evaluate_on_test`, or after training by
+`tune-compare --test`, `experiments.test_split`), where `<metric>` is the trainer's
+`validation_metric` in `config.json` without its sign (the first one when it is a list;
+AllenNLP's default is `-loss`). Only a finite JSON number within +-1e300 is a score: a string
+(`"0.9"`) or another JSON type gets the status "metric not a number", an infinity or a number so
+large that the report's arithmetic (x100, sums, differences) would overflow gets "metric not
+finite", and NaN (what AllenNLP writes for an undefined metric, e.g. Pearson of constant
+predictions) "missing metric"; each with the value in its detail, and none of them goes into a
+mean or a difference.
 
 A run whose `config.json`, `metrics.json` or `tune_run.json` cannot be used (not JSON, not an
 object, a `trainer` that is not an object) gets the status "unreadable", with the file and what
@@ -42,12 +44,15 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.rundir.jsonio import describe_value, read_json, read_json_object
 from allennlp_tune.rundir.names import (
+    ARCHIVE_NAME,
     CONFIG_NAME,
     COST_NAME,
     METRICS_NAME,
     PREDICTIONS_NAME,
     RUN_INFO_NAME,
     SUPERSEDED_PATTERN,
+    TEST_PREDICTIONS_NAME,
+    TEST_RECORD_KEY,
     RunName,
     parse_run_name,
 )
@@ -116,6 +121,10 @@ class Run:
     cost: Optional[Dict[str, Any]] = None
     # Whether it has `dev_predictions.jsonl`.
     predictions: bool = False
+    # Whether it has `test_predictions.jsonl` of its current archive (`current_test_record`),
+    # and its `test_<metric>` in metrics.json (a finite number, else `None`) whatever the split.
+    test_predictions: bool = False
+    test_value: Optional[float] = None
 
     @property
     def scored(self) -> bool:
@@ -150,6 +159,35 @@ def move_aside(run_dir: Path, reason: str) -> Path:
         target = run_dir.with_name(f"{run_dir.name}.{reason}-{timestamp()}-{suffix}")
     os.replace(run_dir, target)
     return target
+
+
+def archive_stamp(run_dir: Path) -> Optional[str]:
+    """`<bytes>:<mtime_ns>` of the run's `model.tar.gz` (`None` without one): which archive a
+    record was made from, checked without reading the archive."""
+    try:
+        stat = (Path(run_dir) / ARCHIVE_NAME).stat()
+    except OSError:
+        return None
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def current_test_record(run_dir: Path, info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """
+    The run's record of its scoring on the test split (`tune_run.json`'s `test`, written by
+    `experiments.test_split`) when it still belongs to the run: its `test_predictions.jsonl`
+    exists and the record names the archive the run has now (a run trained again in the same
+    folder has another). A run whose archive was deleted after scoring keeps its record.
+    `None` otherwise: not scored, failed to score, or stale.
+    """
+    record = info.get(TEST_RECORD_KEY)
+    if not isinstance(record, dict) or "error" in record:
+        return None
+    if not (Path(run_dir) / TEST_PREDICTIONS_NAME).is_file():
+        return None
+    stamp = archive_stamp(run_dir)
+    if stamp is not None and record.get("archive") != stamp:
+        return None
+    return record
 
 
 def is_run_dir(path: Path) -> bool:
@@ -297,6 +335,14 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
     run = Run(path=run_dir, name=name, seed=seed, status=INCOMPLETE, log=log, info=info)
     run.cost = read_json(run_dir / COST_NAME)
     run.predictions = (run_dir / PREDICTIONS_NAME).is_file()
+    run.test_predictions = current_test_record(run_dir, info) is not None
+    # Test scores written for another archive than the run's (trained again in its folder).
+    recorded_test = info.get(TEST_RECORD_KEY)
+    stale_test = (
+        isinstance(recorded_test, dict)
+        and "error" not in recorded_test
+        and not run.test_predictions
+    )
     try:
         if config:
             run.metric, run.higher_is_better = metric_of_config(config)
@@ -324,6 +370,14 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
         return run
     key = ("best_validation_" if split == "validation" else "test_") + str(run.metric)
     run.status, run.value, run.detail = _score(metrics, key)
+    test_status, test_value, _ = _score(metrics, f"test_{run.metric}")
+    run.test_value = test_value if test_status == OK and not stale_test else None
+    if split != "validation" and stale_test:
+        run.status, run.value = MISSING_METRIC, None
+        run.detail = (
+            f"its {key} is of an earlier {ARCHIVE_NAME} than the run's: score it on test again "
+            "(allennlp tune-test)"
+        )
     return run
 
 

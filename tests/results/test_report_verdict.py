@@ -300,12 +300,18 @@ def test_a_metric_the_bootstrap_does_not_know(tmp_path, make_run):
 
 
 def test_no_intervals_and_the_test_split(clear_winner):
-    for rendered in (report(clear_winner, intervals=False), report(clear_winner, split="test")):
-        markdown = render_markdown(rendered)
-        assert VERDICT_HEADER not in markdown
-        [line] = notes(markdown, "Paired comparisons (verdicts)")
-        assert "Δ keeps the old rule ([ft]/[fe]) in every row" in line
-        assert render_json(rendered)["paired_test"] is None
+    rendered = report(clear_winner, intervals=False)
+    markdown = render_markdown(rendered)
+    assert VERDICT_HEADER not in markdown
+    [line] = notes(markdown, "Paired comparisons (verdicts)")
+    assert "Δ keeps the old rule ([ft]/[fe]) in every row" in line
+    assert render_json(rendered)["paired_test"] is None
+    # --split test reads test predictions (tests/results/test_test_split.py); these runs have
+    # only dev ones.
+    markdown = render_markdown(report(clear_winner, split="test"))
+    assert VERDICT_HEADER not in markdown
+    [line] = notes(markdown, "Paired comparisons (verdicts)")
+    assert "no interval (no scored run has test_predictions.jsonl); Δ keeps the old rule" in line
 
 
 def write_card(folder, datasets):
