@@ -157,17 +157,36 @@ class RunLock:
     def acquired(self) -> bool:
         return self.fd is not None
 
-    def __enter__(self) -> "RunLock":
+    def try_acquire(self) -> bool:
+        """Takes the lock unless another process holds it; returns `acquired`."""
+        if self.fd is not None:
+            return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            return self
+            return False
         self.fd = fd
         os.ftruncate(fd, 0)
         record_lock_holder(fd, worker=self.holder, started=timestamp())
+        return True
+
+    def holder_text(self) -> str:
+        """Who holds the lock as its file says (worker, training child), for a message."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return "unknown"
+        try:
+            holder = _read_lock_holder(fd)
+        finally:
+            os.close(fd)
+        return ", ".join(f"{key} {value}" for key, value in sorted(holder.items())) or "unknown"
+
+    def __enter__(self) -> "RunLock":
+        self.try_acquire()
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -480,33 +480,55 @@ class Worker:
                 continue
             yield trial
 
+    @staticmethod
+    def _give_back(study: Any, storage: Any, retry: Callable, trial_id: int) -> None:
+        """Fails the trial and enqueues its run again (Optuna's retry callback)."""
+        from optuna.trial import TrialState
+
+        try:
+            if storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
+                retry(study, storage.get_trial(trial_id))
+        except Exception as error:  # already failed as stale, or the database is gone
+            print(f"tune-grid: could not give the run back ({error})", file=sys.stderr)
+
+    def _wait_for(self, run_lock: RunLock, key: str, bar: Any) -> None:
+        """
+        Waits, heartbeats going, until the process that holds the run's lock lets go: a worker
+        that stalled past its grace period (its run is then complete, and skipped) or the
+        training child of a dead worker, which dies with it (`process.train_subprocess`).
+        """
+        bar.write(
+            f"{self.tool}: {key} is still held by another process ({run_lock.holder_text()}); "
+            f"waiting for it to end ({run_lock.path})"
+        )
+        poll = self.poll_s or min(5.0, float(self.coordinator.heartbeat_s))
+        while not run_lock.try_acquire():
+            time.sleep(poll)
+
     def _train(
         self, study: Any, storage: Any, retry: Callable, trial: Any, by_key: Dict, bar: Any
     ) -> None:
         from optuna.exceptions import UpdateFinishedTrialError
-        from optuna.trial import TrialState
 
         key = trial.user_attrs[RUN_ATTR]
         config, seed = by_key[key]
         run_dir = self.results_dir / key
         trial.set_user_attr("worker", self.name)
         started = time.monotonic()
-        with _Heartbeat(storage, trial._trial_id, self.coordinator.heartbeat_s):
+        # `Trial` keeps its storage id private; the heartbeat and the retry need it.
+        trial_id = trial._trial_id
+        with _Heartbeat(storage, trial_id, self.coordinator.heartbeat_s):
             with RunLock(run_dir, self.name) as run_lock:
-                if not run_lock.acquired:
-                    bar.write(f"{self.tool}: {key} is trained by another live worker; skipped")
-                    trial.set_user_attr("status", "held by another worker")
-                    study.tell(trial, state=TrialState.PRUNED)
-                    return
-                if self.changed is not None:
-                    changed = is_complete(run_dir) and self.changed(config, seed)
-                    self.set_retrain({run_dir} if changed else set())
                 try:
+                    if not run_lock.acquired:
+                        self._wait_for(run_lock, key, bar)
+                    if self.changed is not None:
+                        changed = is_complete(run_dir) and self.changed(config, seed)
+                        self.set_retrain({run_dir} if changed else set())
                     self.train(config, seed, bar, run_lock.fd)
                 except BaseException:
                     # Ctrl-C, SIGTERM: the run goes back to the queue now, not after the grace.
-                    study.tell(trial, state=TrialState.FAIL)
-                    retry(study, storage.get_trial(trial._trial_id))
+                    self._give_back(study, storage, retry, trial_id)
                     raise
         info = read_json(run_dir / RUN_INFO_NAME) or {}
         try:
