@@ -32,9 +32,10 @@ device, other overrides) is refused with what differs, and a one-machine grid (n
 back (delete the marker once no worker runs). Each worker holds a *shared* flock on
 `DIR/.tune_grid.lock` for its life (`lock.ResultsDirLock`), which a one-machine grid's exclusive
 one excludes, and an exclusive flock on the run it trains (`lock.RunLock`,
-`DIR/<config_stem>/.seed_<k>.lock`, inherited by the training child): a trial that names a run
-another live process still trains (a retry of a worker that only stalled past its grace
-period) is pruned instead of trained twice.
+`DIR/<config_stem>/.seed_<k>.lock`, inherited by the training child): a worker whose claimed
+run is still held by another process (a worker that only stalled past its grace period, or the
+child of a dead one before it dies too) waits for it, then finds the run complete (skipped) or
+partial (moved aside and trained), so a run is never trained by two processes at once.
 
 A worker starting on a folder with a study refills it (`_refill`): every run of the grid that is
 neither waiting nor held and not complete on disk (a failed run, a run whose folder was deleted)
@@ -405,6 +406,9 @@ class Worker:
         The grid as workers must agree on it (`grid_identity`).
     train : `Callable`
         Trains one run: `train(config, seed, bar, lock_fd)`.
+    set_retrain : `Callable`
+        `set_retrain(runs)`: the complete runs the next `train` is to move aside and train again
+        (the grid's `retrain`), set before each run.
     changed : `Callable`, optional
         `changed(config, seed) -> bool`: whether a complete run differs from what this command
         trains (checked when the run is claimed; `None`: never retrain a complete run).
@@ -412,8 +416,10 @@ class Worker:
         Complete runs that differ now, to enqueue again when the worker starts.
     name : `str`
         This worker's name, in the trials and in `tune_run.json`.
-    poll_s : `float`, optional
+    poll_s : `float`, optional (default = `None`: `heartbeat_s`, at most 5)
         Seconds between looks at the study while other workers hold every open run.
+    tool : `str`, optional (default = `"tune-grid"`)
+        The command, in messages.
     """
 
     coordinator: Coordinator

@@ -21,6 +21,7 @@ import optuna
 import pytest
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.commands.tune_compare import add_compare_parser
 from allennlp_tune.commands.tune_grid import add_grid_parser
 from allennlp_tune.experiments.grid import run_grid
 from allennlp_tune.experiments.process import train_subprocess
@@ -309,6 +310,11 @@ def test_other_grids_and_plain_grids_are_refused_on_a_workers_folder(tmp_path, c
     with pytest.raises(SystemExit):
         run_cli(add_grid_parser, [*argv, "--coordinator", "workers.db"])
     assert "--coordinator 'workers.db' is not a database URL" in capsys.readouterr().err
+    # tune-compare --sequential picks each round's runs: no fixed grid to share.
+    compare = ["sick_e", "--encoder", "bert-base-uncased", "--results-dir", tmp_path / "c"]
+    with pytest.raises(SystemExit):
+        run_cli(add_compare_parser, [*compare, "--sequential", "--coordinator", url])
+    assert "--sequential and --coordinator do not go together" in capsys.readouterr().err
 
 
 def test_two_tune_grid_commands_share_a_real_grid(tmp_path, tiny_config, tiny_ext_vars):
