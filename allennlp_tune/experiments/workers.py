@@ -450,6 +450,14 @@ class Worker:
                 )
                 if study.user_attrs.get("grid") is None:
                     study.set_user_attr("grid", self.identity)
+                elif study.user_attrs["grid"] != self.identity:  # a marker copied elsewhere
+                    differences = _differences(study.user_attrs["grid"], self.identity)
+                    raise ConfigurationError(
+                        f"Study {study_name!r} on {self.coordinator.public_url} holds another "
+                        f"grid than this command ({differences}); {self.results_dir / MARKER_NAME}"
+                        " names it. Delete that file (no worker of it runs here) to start a "
+                        "study of its own."
+                    )
                 _refill(study, self.jobs, self.results_dir, self.retrain)
             with SigtermAsInterrupt():
                 for trial in self._claims(study, bar):
@@ -465,6 +473,8 @@ class Worker:
         from optuna.trial import TrialState
 
         poll = self.poll_s or min(5.0, float(self.coordinator.heartbeat_s))
+        grace = self.coordinator.grace_s or 2 * self.coordinator.heartbeat_s
+        said_waiting = False
         while True:
             with _optuna_quiet():
                 fail_stale_trials(study)
@@ -474,9 +484,17 @@ class Worker:
                 if not running:
                     bar.refresh()
                     return
+                if not said_waiting:
+                    bar.write(
+                        f"{self.tool}: no run left to take; waiting for the {len(running)} run(s) "
+                        f"other workers hold (a dead worker's run comes back after {grace} s "
+                        "without its heartbeat, and is trained here)"
+                    )
+                    said_waiting = True
                 bar.set_postfix_str(f"waiting: other workers hold {len(running)} run(s)")
                 time.sleep(poll)
                 continue
+            said_waiting = False
             with _optuna_quiet():
                 trial = study.ask()
             if RUN_ATTR not in trial.user_attrs:
