@@ -85,7 +85,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from allennlp.common.checks import ConfigurationError
 
@@ -108,6 +108,13 @@ from allennlp_tune.experiments.process import (
     train_subprocess,
 )
 from allennlp_tune.experiments.progress import EpochProgress
+from allennlp_tune.experiments.workers import (
+    Coordinator,
+    Worker,
+    check_marker,
+    grid_identity,
+    refuse_if_workers_own,
+)
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
@@ -126,9 +133,6 @@ from allennlp_tune.rundir import (
 )
 from allennlp_tune.rundir.tidy import tidy_run_dir
 from allennlp_tune.training.fresh_run import FRESH_RUN_ENV
-
-if TYPE_CHECKING:
-    from allennlp_tune.experiments.workers import Coordinator
 
 SHARED_CACHE_NAME = ".feature_cache"
 
@@ -432,7 +436,7 @@ def run_grid(
     plan: bool = True,
     plan_only: bool = False,
     retrain_changed: bool = False,
-    coordinator: Optional["Coordinator"] = None,
+    coordinator: Optional[Coordinator] = None,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -460,16 +464,14 @@ def run_grid(
     """
     from tqdm import tqdm
 
-    # --- workers (`workers`): a folder workers share is theirs; a worker's checks come first.
-    from allennlp_tune.experiments import workers
-
     results_dir = Path(results_dir)
+    # --- workers (`workers`): a folder workers share is theirs; a worker's checks come first.
     if coordinator is None:
-        workers.refuse_if_workers_own(results_dir)
+        refuse_if_workers_own(results_dir)
     else:
         coordinator = coordinator.checked()
         jobs = [(config, seed) for seed in seeds for config in configs]
-        workers.check_marker(results_dir, workers.grid_identity(jobs, ext_vars, overrides))
+        check_marker(results_dir, grid_identity(jobs, ext_vars, overrides))
     # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
@@ -503,7 +505,7 @@ def run_grid(
     )
     jobs = [(config, seed) for seed in seeds for config in configs]
     if coordinator is not None:  # --- workers
-        return _run_as_worker(grid, jobs, coordinator, configs, retrain_changed)
+        return _run_as_worker(grid, jobs, coordinator, retrain_changed)
     # Taken before anything is moved aside, held until the shared cache is gone: the run of a
     # live writer is left alone.
     with ResultsDirLock(results_dir) as lock:
@@ -519,15 +521,12 @@ def run_grid(
 def _run_as_worker(
     grid: _Grid,
     jobs: List[Any],
-    coordinator: "Coordinator",
-    configs: Sequence[Path],
+    coordinator: Coordinator,
     retrain_changed: bool,
 ) -> GridResult:
     """The grid as one worker of many (`workers.Worker`): this process trains the runs it claims
     with `_Grid.run`; the last worker out deletes the shared feature cache (unless kept)."""
     from tqdm import tqdm
-
-    from allennlp_tune.experiments import workers
 
     def changed(config: Path, seed: int) -> bool:
         found, _ = find_changed_runs(
@@ -543,11 +542,11 @@ def _run_as_worker(
         if cache is not None and cache.is_dir() and not grid.keep_checkpoints:
             shutil.rmtree(cache, ignore_errors=True)
 
-    worker = workers.Worker(
+    worker = Worker(
         coordinator,
         grid.results_dir,
         jobs,
-        workers.grid_identity(jobs, grid.ext_vars, grid.overrides),
+        grid_identity(jobs, grid.ext_vars, grid.overrides),
         train=grid.run,
         set_retrain=set_retrain,
         changed=changed if retrain_changed else None,
