@@ -166,6 +166,51 @@ def add_run_arguments(subparser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the planner's estimate per cell and exit without training",
     )
+    add_worker_arguments(subparser)
+
+
+def add_worker_arguments(subparser: argparse.ArgumentParser) -> None:
+    """--coordinator, --heartbeat and --grace: this process as one worker of a shared grid
+    (`allennlp_tune.experiments.workers`)."""
+    subparser.add_argument(
+        "--coordinator",
+        metavar="URL",
+        default=None,
+        help="share the grid with other workers (processes on this machine or others, same "
+        "command, same --results-dir on a shared filesystem) through this Optuna storage: "
+        "sqlite:///path/to/workers.db on one machine, postgresql://user:password@host/db on "
+        "many; each worker trains the next run nobody holds. Give each worker its own GPU with "
+        "--ext-var TUNE_CUDA_DEVICE=N",
+    )
+    subparser.add_argument(
+        "--heartbeat",
+        type=positive_int,
+        default=None,
+        metavar="SECONDS",
+        help="with --coordinator: seconds between a worker's heartbeats (default 60)",
+    )
+    subparser.add_argument(
+        "--grace",
+        type=positive_int,
+        default=None,
+        metavar="SECONDS",
+        help="with --coordinator: seconds without a heartbeat after which a worker counts as "
+        "dead and another trains its run from scratch (default twice --heartbeat)",
+    )
+
+
+def coordinator_option(args: argparse.Namespace):
+    """The `workers.Coordinator` of --coordinator (`None` without it); raises a
+    `ConfigurationError` for --heartbeat or --grace without --coordinator."""
+    from allennlp_tune.experiments.workers import DEFAULT_HEARTBEAT_S, Coordinator
+
+    url = getattr(args, "coordinator", None)
+    heartbeat, grace = getattr(args, "heartbeat", None), getattr(args, "grace", None)
+    if url is None:
+        if heartbeat is not None or grace is not None:
+            raise ConfigurationError("--heartbeat and --grace need --coordinator.")
+        return None
+    return Coordinator(url, heartbeat or DEFAULT_HEARTBEAT_S, grace)
 
 
 def grid_options(args: argparse.Namespace, ext_vars: Dict[str, str]) -> Dict[str, Any]:
@@ -180,6 +225,7 @@ def grid_options(args: argparse.Namespace, ext_vars: Dict[str, str]) -> Dict[str
         "plan": not args.no_plan,
         "plan_only": args.plan_only,
         "retrain_changed": args.retrain_changed,
+        "coordinator": coordinator_option(args),
     }
 
 

@@ -148,6 +148,15 @@ def compare_main(args: argparse.Namespace) -> None:
     from allennlp_tune.experiments.compare import EXPERIMENT, run_compare, task_source
 
     plan, seeds = sequential_plan(args)
+    if plan is not None and args.coordinator is not None:  # workers share one fixed grid
+        fail(
+            "tune-compare",
+            ConfigurationError(
+                "--sequential and --coordinator do not go together: workers share one fixed "
+                "grid, and --sequential picks each round's runs from the last; give --seeds "
+                "instead of --sequential."
+            ),
+        )
     ext_vars = checked_ext_vars(
         "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
     )

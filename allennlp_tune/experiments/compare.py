@@ -480,7 +480,10 @@ def write_configs(
                 "same names. Use another --results-dir or --encoder-label, or delete the folder "
                 f"{folder} after moving its runs away."
             )
-        path.write_text(text, encoding="utf-8")
+        if not path.is_file():  # atomically: workers sharing the folder may read it meanwhile
+            draft = path.with_name(f".{path.name}.{os.getpid()}")
+            draft.write_text(text, encoding="utf-8")
+            os.replace(draft, path)
         _render(path, ext_vars, f"the {mode} config of task {task.name}")
         configs.append(path)
     return configs

@@ -69,10 +69,14 @@ checkpoint it finds when it starts (it has written none yet: a checkpoint there 
 another process; `refuse_foreign_checkpoints`, which the plugin applies in a process started
 with `TUNE_GRID_FRESH_RUN=1`).
 
+Many processes, on one machine or many, can share one grid: given a coordinator (`coordinator`,
+`--coordinator URL`, an Optuna RDB storage), each is a worker that claims the next run nobody
+holds, trains it and records it (`workers`, which also says what happens when a worker dies).
+
 The grid's other modules, by job: `configs` (what it is given), `process` (the training
 subprocess and its signals), `lock`, `progress` (the bar's epoch and dev metric), `outputs`
-(archive size, dev predictions, the run record) and `changed` (complete runs that no longer
-match the command).
+(archive size, dev predictions, the run record), `changed` (complete runs that no longer
+match the command) and `workers` (a grid shared by many processes).
 """
 
 import os
@@ -104,6 +108,13 @@ from allennlp_tune.experiments.process import (
     train_subprocess,
 )
 from allennlp_tune.experiments.progress import EpochProgress
+from allennlp_tune.experiments.workers import (
+    Coordinator,
+    Worker,
+    check_marker,
+    grid_identity,
+    refuse_if_workers_own,
+)
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
@@ -262,6 +273,8 @@ class _Grid:
     shared_cache: Optional[Path]
     retrain: Set[Path]
     result: GridResult = field(default_factory=GridResult)
+    # The worker's name (`workers.worker_name`) when the grid is shared, for `tune_run.json`.
+    worker: Optional[str] = None
 
     def run(self, config: Path, seed: int, bar: Any, lock_fd: int) -> None:
         """Trains `config` with `seed` unless its run is kept; moves a previous attempt aside."""
@@ -286,6 +299,8 @@ class _Grid:
             overrides=self.overrides,
             command=command,
         )
+        if self.worker is not None:
+            info["worker"] = self.worker
         started = time.monotonic()
         # KeyboardInterrupt leaves run_dir without tune_run.json: partial, rerun next time.
         with EpochProgress(bar, f"{stem} seed {seed}", run_dir, enabled=self.progress):
@@ -421,6 +436,7 @@ def run_grid(
     plan: bool = True,
     plan_only: bool = False,
     retrain_changed: bool = False,
+    coordinator: Optional[Coordinator] = None,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -441,10 +457,22 @@ def run_grid(
     (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what
     changed, unless `retrain_changed`, which moves it aside and trains it again (module
     docstring).
+
+    `coordinator` (`workers.Coordinator`): this process is one worker of a grid shared through
+    that Optuna storage; it trains the runs no other worker holds and returns once every run of
+    the grid is done (`workers`). Without it, a folder that workers share is refused.
     """
     from tqdm import tqdm
 
     results_dir = Path(results_dir)
+    # --- workers (`workers`): a folder workers share is theirs; a worker's checks come first.
+    if coordinator is None:
+        refuse_if_workers_own(results_dir)
+    else:
+        coordinator = coordinator.checked()
+        jobs = [(config, seed) for seed in seeds for config in configs]
+        check_marker(results_dir, grid_identity(jobs, ext_vars, overrides))
+    # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
     retrain = _before_training(
@@ -476,6 +504,8 @@ def run_grid(
         retrain,
     )
     jobs = [(config, seed) for seed in seeds for config in configs]
+    if coordinator is not None:  # --- workers
+        return _run_as_worker(grid, jobs, coordinator, retrain_changed)
     # Taken before anything is moved aside, held until the shared cache is gone: the run of a
     # live writer is left alone.
     with ResultsDirLock(results_dir) as lock:
@@ -485,4 +515,49 @@ def run_grid(
                 grid.run(config, seed, bar, lock.fd)
         if shared_cache is not None and shared_cache.is_dir() and not keep_checkpoints:
             shutil.rmtree(shared_cache)
+    return grid.result
+
+
+def _run_as_worker(
+    grid: _Grid,
+    jobs: List[Any],
+    coordinator: Coordinator,
+    retrain_changed: bool,
+) -> GridResult:
+    """The grid as one worker of many (`workers.Worker`): this process trains the runs it claims
+    with `_Grid.run`; the last worker out deletes the shared feature cache (unless kept)."""
+    from tqdm import tqdm
+
+    def changed(config: Path, seed: int) -> bool:
+        found, _ = find_changed_runs(
+            [config], [seed], grid.results_dir, grid.ext_vars, grid.overrides, grid.shared_cache
+        )
+        return bool(found)
+
+    def set_retrain(runs: Set[Path]) -> None:
+        grid.retrain = runs
+
+    def cleanup() -> None:
+        cache = grid.shared_cache
+        if cache is not None and cache.is_dir() and not grid.keep_checkpoints:
+            shutil.rmtree(cache, ignore_errors=True)
+
+    worker = Worker(
+        coordinator,
+        grid.results_dir,
+        jobs,
+        grid_identity(jobs, grid.ext_vars, grid.overrides),
+        train=grid.run,
+        set_retrain=set_retrain,
+        changed=changed if retrain_changed else None,
+        retrain=set(grid.retrain),
+        tool=grid.tool,
+    )
+    grid.worker = worker.name
+    # Runs found changed at the start are retrained only once claimed and checked again.
+    grid.retrain = set()
+    total = len(jobs)
+    bar = tqdm(total=total, unit="run", desc=grid.tool, disable=not grid.progress, file=sys.stderr)
+    with bar:
+        worker.run(bar, cleanup)
     return grid.result

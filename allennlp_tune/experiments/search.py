@@ -331,9 +331,9 @@ STORAGE_FORMS = (
 )
 
 
-def check_storage(storage: str) -> None:
+def check_storage(storage: str, option: str = "--storage", forms: str = STORAGE_FORMS) -> None:
     """
-    Fails early, naming `--storage` and the forms it takes, on a URL that Optuna's RDB storage
+    Fails early, naming `option` and the `forms` it takes, on a URL that Optuna's RDB storage
     cannot use (not a URL, an unknown database, a driver that is not installed), instead of the
     SQLAlchemy traceback `optuna.create_study` would end in.
     """
@@ -345,18 +345,18 @@ def check_storage(storage: str) -> None:
     except NoSuchModuleError:  # (a subclass of ArgumentError)
         scheme = storage.partition("://")[0]
         raise ConfigurationError(
-            f"--storage {_public_url(storage)!r}: {scheme!r} is not a database SQLAlchemy knows; "
-            f"expected {STORAGE_FORMS}."
+            f"{option} {public_url(storage)!r}: {scheme!r} is not a database SQLAlchemy knows; "
+            f"expected {forms}."
         ) from None
     except ArgumentError:
         raise ConfigurationError(
-            f"--storage {storage!r} is not a database URL; expected {STORAGE_FORMS}."
+            f"{option} {storage!r} is not a database URL; expected {forms}."
         ) from None
     try:
         dialect.import_dbapi()
     except ImportError as error:
         raise ConfigurationError(
-            f"--storage {_public_url(storage)!r}: its database driver is not installed "
+            f"{option} {public_url(storage)!r}: its database driver is not installed "
             f"({error}). Install it (for postgresql://: pip install 'allennlp-tune[postgres]'), "
             "or use sqlite:///."
         ) from None
@@ -384,7 +384,8 @@ def _open_study(storage: str, study_name: str, direction: str, sampler, pruner):
     raise AssertionError("unreachable")
 
 
-def _public_url(storage: str) -> str:
+def public_url(storage: str) -> str:
+    """The storage URL without its password, for messages."""
     from sqlalchemy.engine import make_url
 
     try:
@@ -421,7 +422,7 @@ def write_best_params(
         states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
     data = {
         "study_name": study.study_name,
-        "storage": _public_url(storage),
+        "storage": public_url(storage),
         "config": str(config),
         "metric": metric,
         "direction": study.direction.name.lower(),
@@ -497,7 +498,7 @@ def _open_checked_study(
         study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + done)
     if study.direction.name.lower() != direction:
         raise ConfigurationError(
-            f"Study {study_name!r} in {_public_url(storage)} was created to "
+            f"Study {study_name!r} in {public_url(storage)} was created to "
             f"{study.direction.name.lower()}, but {config}'s validation_metric asks to "
             f"{direction}: use another --study-name."
         )
