@@ -85,5 +85,5 @@ def test_allennlp_help_lists_every_subcommand_of_the_plugin_from_any_folder(tmp_
     result = allennlp_from_any_folder("--help", home=tmp_path / "home", work=tmp_path / "work")
     assert result.returncode == 0, result.stderr[-3000:]
     for command in ("probe", "mi", "tune-grid", "tune-report", "tune-compare", "tune-search",
-                    "tune-data", "tune-export", "tune-test"):  # fmt: skip
+                    "tune-data", "tune-export", "tune-test", "tune-layers"):  # fmt: skip
         assert f"    {command} " in result.stdout, command
