@@ -53,6 +53,9 @@ def test_a_block_mode_is_fine_tuning_of_its_groups_with_the_ft_recipe(
     assert block["model"]["type"] == ft["model"]["type"]
     assert block["trainer"]["optimizer"] == ft["trainer"]["optimizer"]
     del embedder["tuned_groups"]
+    # A BERT top block caches the output of its frozen layers (prefix_cache), as fe does.
+    cached = encoder == "bert" and groups.startswith("top:")
+    assert (embedder.pop("feature_cache", None) is not None) == cached
     assert embedder == embedder_of(ft)
 
 

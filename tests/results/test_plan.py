@@ -515,22 +515,36 @@ def test_the_cache_estimate_counts_the_validation_entries(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize(
-    "mode, layers",
+    "mode, layers, cached",
     # The fixture BERT has 4 layers: top2 runs the forward pass through 4 and both backward
-    # parts through 2, (4 + 4) / 12; bottom2 tunes the embeddings and layer 0 but its activation
+    # parts through 2, (4 + 4) / 12, and with the cache of its frozen layers only the block
+    # after the first epoch, 2 / 4; bottom2 tunes the embeddings and layer 0 but its activation
     # gradients still run through all 4 layers, (8 + 1) / 12; a block of all 5 groups is ft.
-    [("top2", 8 / 12), ("top1", 6 / 12), ("bottom2", 9 / 12), ("top5", 1.0), ("bottom5", 1.0)],
+    [
+        ("top2", 8 / 12, 2 / 4),
+        ("top1", 6 / 12, 1 / 4),
+        ("bottom2", 9 / 12, None),
+        ("top5", 1.0, None),
+        ("bottom5", 1.0, None),
+    ],
 )
-def test_a_block_mode_is_priced_from_ft_by_its_share_of_the_work(tmp_path, mode, layers):
+def test_a_block_mode_is_priced_from_ft_by_its_share_of_the_work(tmp_path, mode, layers, cached):
     library = REPO_ROOT / "allennlp_tune" / "configs" / "experiment.libsonnet"
     config = tmp_path / f"sst2_bert_{mode}.jsonnet"
     config.write_text(f'(import "{library}").cell("sst2", "bert", "{mode}")\n')
     ft = plan_cell(SST2_FT, ext_vars())
-    block = plan_cell(config, ext_vars())
-    assert block.mode == mode and block.cost_key == ft.cost_key
     cost = COST_MODEL[ft.cost_key]
-    work = block.data.wordpieces * 4 * 16**2
-    assert block.epoch_seconds == pytest.approx(cost.a + cost.b * work * layers)
-    assert block.epoch_seconds <= ft.epoch_seconds
-    assert block.peak_rss_mb == ft.peak_rss_mb
-    assert any(f"ft's entry x {layers:.2f}" in note for note in block.notes)
+    for cache in ("true", "false"):
+        block = plan_cell(config, ext_vars(TUNE_FEATURE_CACHE=cache), cache_directory=tmp_path)
+        assert block.mode == mode and block.cost_key == ft.cost_key
+        work = block.data.wordpieces * 4 * 16**2
+        later = cached if cache == "true" and cached is not None else layers
+        assert block.epoch_seconds == pytest.approx(cost.a + cost.b * work * later)
+        assert block.epoch_seconds <= ft.epoch_seconds
+        if later != layers:  # the first epoch runs the frozen layers and stores their output
+            assert block.first_epoch_seconds == pytest.approx(cost.a + cost.b * work * layers)
+            assert block.cache_layers == 1 and block.cache_bytes > 0
+        else:
+            assert block.first_epoch_seconds is None
+        assert block.peak_rss_mb == ft.peak_rss_mb
+        assert any(f"ft's entry x {layers:.2f}" in note for note in block.notes)
