@@ -31,6 +31,10 @@ COST_NAME = "cost.json"
 PREDICTIONS_NAME = "dev_predictions.jsonl"
 # The looks of `tune-compare --sequential`, in the results folder (`experiments.rounds`).
 SEQUENTIAL_NAME = "sequential.json"
+# The searches of `tune-compare --budget`, in the results folder (`experiments.budget`), and the
+# folder under it that holds their trials, which tune-report leaves out of the folder's runs.
+BUDGET_NAME = "budget.json"
+BUDGET_SEARCH_DIR = "search"
 
 # The ext var that every config reads its seeds from; tune-grid, tune-search and the planner
 # set it in a training's environment.
