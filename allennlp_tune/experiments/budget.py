@@ -46,7 +46,7 @@ from allennlp_tune.experiments.search import (
     run_search,
 )
 from allennlp_tune.modes import block_groups
-from allennlp_tune.rundir import RUN_INFO_NAME, config_stem, load_run, write_json
+from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
 
 # The search spaces per mode, as tune-search's `--param` takes them.
@@ -190,20 +190,24 @@ def default_setting(
     """
     The config's own values of the searched variables, as Optuna params, and notes on what
     could not be used. A variable's value is read where it lands in the rendered config: the
-    places that differ between its two `examples()` hold, when it is unset, the default.
-    `None` when some default could not be read or lies outside its range.
+    places that change when it is set to one of its `examples()` (the other one where the first
+    is the default) hold, when it is unset, the default. `None` when some default could not be
+    read or lies outside its range.
     """
-    rendered = _leaves(_load_params(config, ext_vars, overrides).as_dict(quiet=True))
+
+    def render(variables: Dict[str, str]) -> Dict[str, Any]:
+        return _leaves(_load_params(config, variables, overrides).as_dict(quiet=True))
+
+    rendered = render(ext_vars)
     setting: Dict[str, Any] = {}
     notes: List[str] = []
     for param in params:
-        low, high = (
-            _leaves(
-                _load_params(config, {**ext_vars, param.name: value}, overrides).as_dict(quiet=True)
-            )
-            for value in param.examples()
-        )
-        places = [key for key in low if low.get(key) != high.get(key)]
+        places: List[str] = []
+        for value in param.examples():
+            changed = render({**ext_vars, param.name: value})
+            places = [key for key in rendered if rendered.get(key) != changed.get(key)]
+            if places:
+                break
         values = {json_value for json_value in (rendered.get(key) for key in places)}
         if len(values) != 1 or not isinstance(next(iter(values)), (int, float, str)):
             notes.append(f"{param.name}: its default could not be read off the config")
@@ -304,10 +308,13 @@ def _search_mode(
             f"already, more than the budget; give --budget {done} or more (every mode then gets "
             "that many), or another --results-dir."
         )
-    start, notes = default_setting(
-        config, params, {**ext_vars, "TUNE_SEED": str(SEARCH_SEED)}, overrides
-    )
     remaining = budget - done
+    # The start is read off the config once, when the study is new, and kept with it.
+    if study is not None and "budget_start" in study.user_attrs:
+        start, notes = study.user_attrs["budget_start"], list(study.user_attrs["budget_notes"])
+    else:
+        variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+        start, notes = default_setting(config, params, variables, overrides)
     print(
         f"{tool}: {mode}: {budget} trials over {' '.join(space)} ({done} finished before"
         + (f", {remaining} to run" if remaining else "")
@@ -335,6 +342,8 @@ def _search_mode(
         study = _load_study(storage, name)
     if study.user_attrs.get("budget_space") is None:
         study.set_user_attr("budget_space", space)
+        study.set_user_attr("budget_start", start)
+        study.set_user_attr("budget_notes", notes)
     finished = _finished(study)
     if not finished["complete"]:
         raise ConfigurationError(
