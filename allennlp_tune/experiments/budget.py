@@ -130,10 +130,10 @@ def parse_spaces(texts: Sequence[str], modes: Sequence[str]) -> Dict[str, Tuple[
     return spaces
 
 
-def mode_space(
+def space_texts(
     mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]] = None
-) -> List[SearchParam]:
-    """The searched parameters of a mode: `--space`'s, else `SPACES` (`ELMO_SPACES` for ELMo)."""
+) -> Tuple[str, ...]:
+    """A mode's space as `--param` texts: `--space`'s, else `SPACES` (`ELMO_SPACES` for ELMo)."""
     given = (spaces or {}).get(mode)
     if given is None:
         base = base_mode(mode)
@@ -142,7 +142,14 @@ def mode_space(
         raise ConfigurationError(
             f"--budget: no search space for mode {mode}; give one with --space."
         )
-    return [SearchParam.parse(spec) for spec in given]
+    return tuple(given)
+
+
+def mode_space(
+    mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]] = None
+) -> List[SearchParam]:
+    """The searched parameters of a mode (`space_texts`, parsed)."""
+    return [SearchParam.parse(spec) for spec in space_texts(mode, family, spaces)]
 
 
 def check_budget_options(
@@ -289,7 +296,7 @@ def _search_mode(
     tool: str,
 ) -> ModeSearch:
     params = mode_space(mode, family, spaces)
-    space = [spec for spec in (spaces or {}).get(mode) or _spec_texts(params)]
+    space = list(space_texts(mode, family, spaces))
     name = config_stem(config)
     study = _load_study(storage, name)
     if study is not None:
@@ -372,21 +379,6 @@ def _search_mode(
         passes=passes,
         notes=notes,
     )
-
-
-def _spec_texts(params: Sequence[SearchParam]) -> List[str]:
-    texts = []
-    for param in params:
-        if param.choices is not None:
-            texts.append(f"{param.name}={','.join(param.choices)}")
-            continue
-        bounds = (
-            (str(int(param.low)), str(int(param.high)))
-            if param.integer
-            else (f"{param.low:g}", f"{param.high:g}")
-        )
-        texts.append(f"{param.name}={bounds[0]}:{bounds[1]}" + (":log" if param.log else ""))
-    return texts
 
 
 def budget_record(
