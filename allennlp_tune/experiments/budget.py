@@ -30,7 +30,9 @@ also keeps `RESULTS_DIR/search/` out of the runs tune-report reads (`rundir.find
 report is of the seeds only.
 """
 
+import contextlib
 import math
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -331,21 +333,30 @@ def _search_mode(
     for note in notes:
         print(f"{tool}: {mode}: {note}", file=sys.stderr)
     if remaining > 0:
-        run_search(
-            config,
-            params,
-            remaining,
-            name,
-            search_dir,
-            storage=storage,
-            pruning=True,
-            ext_vars=ext_vars,
-            seed=SEARCH_SEED,
-            overrides=overrides,
-            keep_checkpoints=keep_checkpoints,
-            sampler_seed=SAMPLER_SEED,
-            enqueue=[start] if start else [],
+        print(
+            f"{tool}: {mode}: training {remaining} trial(s) in this process; their logs: "
+            f"{search_dir / name}/trial_<n>/out.log",
+            file=sys.stderr,
         )
+        # AllenNLP's training logs every parameter to the terminal; each trial keeps them in
+        # its out.log, and the terminal keeps the lines of the comparison.
+        with open(os.devnull, "w", encoding="utf-8") as quiet:
+            with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                run_search(
+                    config,
+                    params,
+                    remaining,
+                    name,
+                    search_dir,
+                    storage=storage,
+                    pruning=True,
+                    ext_vars=ext_vars,
+                    seed=SEARCH_SEED,
+                    overrides=overrides,
+                    keep_checkpoints=keep_checkpoints,
+                    sampler_seed=SAMPLER_SEED,
+                    enqueue=[start] if start else [],
+                )
         study = _load_study(storage, name)
     if study.user_attrs.get("budget_space") is None:
         study.set_user_attr("budget_space", space)
