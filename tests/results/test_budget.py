@@ -232,3 +232,29 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
     assert len(rows) == 2 and all("| 2 (" in row and "TUNE_LR=" in row for row in rows), rows
     assert "equal budgets (2 trials per mode" in markdown and "default recipes" not in markdown
     assert render_json(report)["budgets"][0]["budget"] == 2
+
+    # A better trial added to ft's study (its budget then 3): its seed was trained with another
+    # setting, and is refused as changed, naming the mode and what changed, not reused.
+    storage = f"sqlite:///{results / 'search' / 'optuna.db'}"
+    study = optuna.load_study(study_name="reviews_bertuncased_ft", storage=storage)
+    better = {"TUNE_LR": "0.0001", "TUNE_EPOCHS": "1"}
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"TUNE_LR": 1e-4, "TUNE_EPOCHS": 1},
+            distributions={
+                "TUNE_LR": optuna.distributions.FloatDistribution(1e-5, 2e-4, log=True),
+                "TUNE_EPOCHS": optuna.distributions.IntDistribution(1, 2),
+            },
+            value=1.0,
+            user_attrs={"ext_vars": better},
+        )
+    )
+    with pytest.raises(ConfigurationError) as refused:
+        run_compare(
+            str(task), str(BERT), ["ft"], [1], results, budget=3, spaces=spaces,
+            runner=in_process_training, predict=predict_in_process, progress=False, plan=False,
+        )  # fmt: skip
+    message = str(refused.value)
+    assert message.startswith("the ft seeds, at the best setting of its 3 search trials: ")
+    assert "reviews_bertuncased_ft/seed_1: TUNE_EPOCHS " in message, message
+    assert "-> 0.0001" in message and "--retrain-changed" in message
