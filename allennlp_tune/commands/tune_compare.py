@@ -78,6 +78,7 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
     # --seeds not given: 1 2 3, or 1 up to the last look with --sequential (`sequential_plan`).
     subparser.set_defaults(seeds=None)
     add_sequential_arguments(subparser)
+    add_budget_arguments(subparser)
     add_output_arguments(subparser)
     subparser.set_defaults(func=compare_main)
     return subparser
@@ -112,6 +113,30 @@ def add_sequential_arguments(subparser: argparse.ArgumentParser) -> None:
         metavar="POINTS",
         help="equivalence margin in points: a pair whose interval lies inside (-M, +M) reads "
         "'equivalent within M' (with --sequential it stops there)",
+    )
+
+
+def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
+    """--budget K and --space MODE=SPACE: equal search budgets before the seeds."""
+    subparser.add_argument(
+        "--budget",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="search each mode's recipe first, K Optuna trials per mode over its own space "
+        "(fe: rate, dropout, patience; ft, sf, bitfit, lora, topK: rate, epochs), the config's "
+        "own recipe among them, the median pruner stopping trials that are clearly behind; "
+        "then train the seeds of each mode's best setting. Trials go to RESULTS_DIR/search "
+        "(resumable: a rerun runs only the trials a study lacks), the searches to "
+        "RESULTS_DIR/budget.json, which the report shows",
+    )
+    subparser.add_argument(
+        "--space",
+        action="append",
+        default=[],
+        metavar="MODE=SPACE",
+        help="with --budget: a mode's search space instead of the default, as tune-search's "
+        "--param values, e.g. --space ft='TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=2:4' (repeatable)",
     )
 
 
@@ -160,6 +185,14 @@ def compare_main(args: argparse.Namespace) -> None:
     ext_vars = checked_ext_vars(
         "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
     )
+    spaces = None
+    if args.space:
+        from allennlp_tune.experiments.budget import parse_spaces
+
+        try:
+            spaces = parse_spaces(args.space, args.modes)
+        except ConfigurationError as error:
+            fail("tune-compare", error)
     train_and_report(
         "tune-compare",
         lambda: run_compare(
@@ -172,6 +205,8 @@ def compare_main(args: argparse.Namespace) -> None:
             cuda_device=args.cuda_device,
             sequential=plan,
             margin=args.margin,
+            budget=args.budget,
+            spaces=spaces,
             **grid_options(args, ext_vars),
         ),
         args,

@@ -501,6 +501,8 @@ def run_compare(
     cuda_device: Optional[int] = None,
     sequential: Optional["SequentialPlan"] = None,
     margin: Optional[float] = None,
+    budget: Optional[int] = None,
+    spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
     **grid_options: Any,
 ) -> GridResult:
     """
@@ -513,6 +515,10 @@ def run_compare(
     With a `sequential` plan the seeds are added in rounds (`allennlp_tune.experiments.rounds`):
     `seeds` is their order (at least the plan's cap), each mode stops once every pair it is in
     has its verdict, and `margin` (points) gives the equivalence verdict.
+
+    With a `budget` K, every mode first gets K search trials over its space (`spaces`: mode ->
+    `--param` texts, replacing `allennlp_tune.experiments.budget.SPACES`), and its seeds train
+    with its best setting (`allennlp_tune.experiments.budget`).
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -524,14 +530,39 @@ def run_compare(
         ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
     chosen = resolve_encoder(encoder, encoder_label, ext_vars)
     check_modes(modes, chosen)
+    unique_modes = list(dict.fromkeys(modes))
+    if budget is not None:
+        # Lazy, as the rounds below: the search brings Optuna's room.
+        from allennlp_tune.experiments.budget import check_budget_options
+
+        check_budget_options(budget, unique_modes, chosen.family, ext_vars, spaces)
+    elif spaces:
+        raise ConfigurationError("--space sets the search space of --budget; give --budget K.")
     ext_vars.update(chosen.ext_vars)
     ext_vars.update(checkpoint_pooling(chosen, ext_vars))
     task = load_task(task_spec, ext_vars)
     results_dir = Path(results_dir)
     check_results_dir(results_dir)
-    configs = write_configs(task, chosen, list(dict.fromkeys(modes)), results_dir, ext_vars)
+    configs = write_configs(task, chosen, unique_modes, results_dir, ext_vars)
+    written = dict(zip(unique_modes, configs))
+    mode_ext_vars = None
+    if budget is not None and not grid_options.get("plan_only"):
+        from allennlp_tune.experiments.budget import run_budget
+
+        searches = run_budget(
+            written,
+            budget,
+            results_dir,
+            task.name,
+            chosen.label,
+            chosen.family,
+            ext_vars,
+            overrides,
+            spaces,
+            keep_checkpoints=grid_options.get("keep_checkpoints", False),
+        )
+        mode_ext_vars = {mode: {**ext_vars, **searches[mode].setting} for mode in unique_modes}
     if sequential is not None and not grid_options.get("plan_only"):
-        written = dict(zip(dict.fromkeys(modes), configs))
         by_mode = {mode: written[mode] for mode in ordered_run_modes(written)}  # report's order
         # Lazy: importing allennlp_tune (every `allennlp` command) imports this module, and the
         # rounds bring the reporting room.
@@ -545,9 +576,14 @@ def run_compare(
             margin,
             ext_vars=ext_vars,
             overrides=overrides,
+            mode_ext_vars=mode_ext_vars,
             **grid_options,
         )
         return rounds.grid
+    if mode_ext_vars is not None:
+        return _seeds_of_best_settings(
+            written, seeds, results_dir, mode_ext_vars, budget, overrides, grid_options
+        )
     return run_grid(
         configs,
         seeds,
@@ -557,3 +593,37 @@ def run_compare(
         tool="tune-compare",
         **grid_options,
     )
+
+
+def _seeds_of_best_settings(
+    configs: Dict[str, Path],
+    seeds: Sequence[int],
+    results_dir: Path,
+    mode_ext_vars: Dict[str, Dict[str, str]],
+    budget: Optional[int],
+    overrides: Optional[str],
+    grid_options: Dict[str, Any],
+) -> GridResult:
+    """
+    Each mode's seeds with its own ext vars (its best setting), one grid per mode. A refusal
+    of the grid (seeds trained with an earlier best setting, say) says which mode and setting.
+    """
+    total = GridResult()
+    for mode, config in configs.items():
+        try:
+            part = run_grid(
+                [config],
+                seeds,
+                results_dir,
+                ext_vars=mode_ext_vars[mode],
+                overrides=overrides,
+                tool="tune-compare",
+                **grid_options,
+            )
+        except ConfigurationError as error:
+            raise ConfigurationError(
+                f"the {mode} seeds, at the best setting of its {budget} search trials: {error}"
+            ) from None
+        for name in ("trained", "skipped", "failed", "moved_aside", "retrained"):
+            getattr(total, name).extend(getattr(part, name))
+    return total

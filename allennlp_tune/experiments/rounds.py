@@ -272,18 +272,36 @@ def run_sequential(
     sequential: Optional[SequentialPlan] = None,
     margin: Optional[float] = None,
     tool: str = "tune-compare",
+    mode_ext_vars: Optional[Dict[str, Dict[str, str]]] = None,
     **grid_options: Any,
 ) -> RoundsResult:
     """
     `run_rounds` with the `sequential` plan, training with `run_grid` (its `grid_options` as
     they are, `plan` (the planner), `runner` and `predict` included; `predict` must not be
-    `None`: the looks need dev predictions).
+    `None`: the looks need dev predictions). `mode_ext_vars` (mode -> ext vars) trains each
+    mode with its own ext vars instead of `grid_options`' (`tune-compare --budget`: each
+    mode's best setting), one grid per mode and round.
     """
     if "predict" in grid_options and grid_options["predict"] is None:
         raise ValueError("a sequential comparison needs each run's dev predictions (predict)")
 
     def train(modes: List[str], round_seeds: List[int]) -> GridResult:
-        chosen = [configs[mode] for mode in modes]
-        return run_grid(chosen, round_seeds, results_dir, tool=tool, **grid_options)
+        if mode_ext_vars is None:
+            chosen = [configs[mode] for mode in modes]
+            return run_grid(chosen, round_seeds, results_dir, tool=tool, **grid_options)
+        options = {key: value for key, value in grid_options.items() if key != "ext_vars"}
+        total = GridResult()
+        for mode in modes:
+            part = run_grid(
+                [configs[mode]],
+                round_seeds,
+                results_dir,
+                tool=tool,
+                ext_vars=mode_ext_vars[mode],
+                **options,
+            )
+            for name in ("trained", "skipped", "failed", "moved_aside", "retrained"):
+                getattr(total, name).extend(getattr(part, name))
+        return total
 
     return run_rounds(configs, seeds, Path(results_dir), train, sequential, margin, tool)

@@ -1,13 +1,15 @@
 """
 The answer first: one sentence per row with paired results, saying which arm to use (of the
 modes no pair found worse, the cheapest), by how much against the others (95% intervals), at
-what cost, and whether the recipes were searched; and a warning for a mode whose best epoch was
+what cost, and whether the recipes were searched ("equal budgets (K trials per mode)" for the
+seeds of `tune-compare --budget K`); and a warning for a mode whose best epoch was
 its last (still improving when training stopped).
 """
 
 from typing import Dict, List, Optional, Tuple
 
 from allennlp_tune.modes import mode_order, ordered_run_modes
+from allennlp_tune.reporting.budgets import row_budget
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
@@ -36,6 +38,14 @@ DEFAULT_RECIPES = (
     "compares recipes as much as ways of adapting the encoder"
 )
 SEARCHED_RECIPES = "searched recipes (every run records the search it came from)"
+
+
+def equal_budgets(trials: int) -> str:
+    """The fairness words of a `tune-compare --budget K` row."""
+    return (
+        f"equal budgets ({trials} trials per mode, each mode's seeds at the best setting of its "
+        "own search)"
+    )
 
 
 def last_epoch_best(run: Run) -> Optional[Tuple[bool, int]]:
@@ -111,8 +121,9 @@ def _cost_words(row: Row, mode: str) -> str:
     return ", ".join(parts) if parts else "no costs recorded"
 
 
-def answer_sentence(label: str, row: Row) -> Optional[str]:
-    """One sentence: which arm, by how much (95% intervals), at what cost, how fair."""
+def answer_sentence(label: str, row: Row, budget: Optional[int] = None) -> Optional[str]:
+    """One sentence: which arm, by how much (95% intervals), at what cost, how fair (`budget`:
+    the row's runs are the seeds of `tune-compare --budget K`, `row_budget`)."""
     arm = choose_arm(row)
     if arm is None:
         return None
@@ -140,7 +151,10 @@ def answer_sentence(label: str, row: Row) -> Optional[str]:
     searched = all(
         run.info.get("search") for cell in row.cells.values() for run in cell.scored_runs
     )
-    fair = SEARCHED_RECIPES if searched else DEFAULT_RECIPES
+    if budget is not None:
+        fair = equal_budgets(budget)
+    else:
+        fair = SEARCHED_RECIPES if searched else DEFAULT_RECIPES
     first = row.paired[0]
     return (
         f"{label} ({first.metric}, points, 95% intervals): use {arm} "
@@ -153,10 +167,22 @@ def answer_lines(report: "Report") -> List[str]:
     warnings (a mode whose best epoch was its last: still improving when it stopped)."""
     lines = []
     for label, row in report.labelled_rows():
-        sentence = answer_sentence(label, row)
+        encoder = next(
+            name for name, rows in report.encoder_rows.items() if any(r is row for r in rows)
+        )
+        budget = row_budget(report.budgets, encoder, row)
+        sentence = answer_sentence(label, row, budget)
         if sentence is not None:
             lines.append(sentence)
         for mode, (rising, told, epochs) in under_trained(row).items():
+            if budget is not None:
+                lines.append(
+                    f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
+                    f"runs ({epochs} epochs): still improving when training stopped, at the "
+                    "best setting of its search; a wider epoch range (--space) may change its "
+                    "verdict."
+                )
+                continue
             lines.append(
                 f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
                 f"runs ({epochs} epochs): still improving when training stopped, so "

@@ -130,6 +130,7 @@ def render_json(report: Report) -> Dict[str, Any]:
         "rows": rows,
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
         "sequential": report.sequential,
+        "budgets": report.budgets,
         "runs_without_costs": [str(run.path) for run in report.without_costs()],
         "runs_without_predictions": [str(run.path) for run in report.without_predictions()],
     }

@@ -43,6 +43,12 @@ after two epochs or more) in some run gets a warning: still improving, under-tra
 nobody searched. A table whose rows have none of the paper's numbers (tasks or encoders that are
 not the paper's) leaves out the paper's columns, and the summary its citation.
 
+Equal budgets. A results folder of `tune-compare --budget K` holds `budget.json`
+(`allennlp_tune.experiments.budget`): a table shows per mode its trials (complete / pruned /
+failed), the best trial's dev score, the setting its seeds trained with and what the trials cost;
+its `search/` folder of trials is not read as runs. The answer says "equal budgets (K trials per
+mode)" for a row whose runs are all such seeds (`reporting.budgets.row_budget`).
+
 Sequential comparisons. A results folder of `tune-compare --sequential` holds `sequential.json`
 (`allennlp_tune.experiments.rounds`); the notes show each pair's sequential verdict, the look it
 stopped at and the seeds it needed, beside the fixed 95% interval over all the runs.
@@ -86,6 +92,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from allennlp_tune.modes import ordered_run_modes
+from allennlp_tune.reporting.budgets import budget_lines, budget_table
 from allennlp_tune.reporting.cells import KnownOverlap, Row, Summary
 from allennlp_tune.reporting.costs import has_costs
 from allennlp_tune.reporting.intervals import (
@@ -130,6 +137,7 @@ from allennlp_tune.reporting.tables import (
     test_table,
 )
 from allennlp_tune.rundir import (
+    BUDGET_NAME,
     COST_NAME,
     RUN_MODES,
     SEQUENTIAL_NAME,
@@ -163,6 +171,8 @@ class Report:
     sequential: List[Dict[str, Any]] = field(default_factory=list)
     # The `layer_signal.json` of each results folder that has one (`tune-layers`).
     layer_signals: List[Dict[str, Any]] = field(default_factory=list)
+    # The `budget.json` of each results folder that has one (`tune-compare --budget`).
+    budgets: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def problems(self) -> List[Run]:
@@ -183,6 +193,9 @@ class Report:
             tables += [
                 table for table in (paired, tested, cost_table(title, rows)) if table is not None
             ]
+        searched = budget_table(self.budgets)
+        if searched is not None:
+            tables.append(searched)
         if self.others:
             tables.append(other_table(self.others))
         return tables
@@ -401,6 +414,7 @@ class Report:
         sections = [
             ("Paired comparisons (verdicts)", self.paired_lines()),
             ("Sequential comparison (seeds in rounds)", self.sequential_lines()),
+            ("Equal budgets (tune-compare --budget)", budget_lines(self.budgets)),
             (SIGNAL_TITLE, signal_lines(self.layer_signals, self.encoder_rows)),
             ("Known overlap with the encoder's training data (model card)", self.overlap_lines()),
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
@@ -612,7 +626,7 @@ def report_from_dirs(
 ) -> Report:
     """
     The report of the runs under `dirs` (see `build_report`), with each folder's
-    `sequential.json` (`tune-compare --sequential`).
+    `sequential.json` (`tune-compare --sequential`) and `budget.json` (`tune-compare --budget`).
     """
     runs, superseded = load_runs([Path(d) for d in dirs], split)
     roots = [str(d) for d in dirs]
@@ -624,5 +638,8 @@ def report_from_dirs(
         saved
         for saved in (read_json(Path(d) / LAYER_SIGNAL_NAME) for d in dirs)
         if saved is not None
+    ]
+    report.budgets = [
+        saved for saved in (read_json(Path(d) / BUDGET_NAME) for d in dirs) if saved is not None
     ]
     return report

@@ -13,6 +13,8 @@ from allennlp_tune.rundir.jsonio import (
 )
 from allennlp_tune.rundir.names import (
     ARCHIVE_NAME,
+    BUDGET_NAME,
+    BUDGET_SEARCH_DIR,
     CONFIG_NAME,
     COST_NAME,
     METRICS_NAME,
@@ -82,6 +84,8 @@ __all__ = [
     "PLACEMENT_KEYS",
     "PREDICTIONS_NAME",
     "SEQUENTIAL_NAME",
+    "BUDGET_NAME",
+    "BUDGET_SEARCH_DIR",
     "PRUNED",
     "RUN_INFO_NAME",
     "RUN_LOG_NAME",

@@ -35,6 +35,10 @@ TEST_PREDICTIONS_NAME = "test_predictions.jsonl"
 TEST_RECORD_KEY = "test"
 # The looks of `tune-compare --sequential`, in the results folder (`experiments.rounds`).
 SEQUENTIAL_NAME = "sequential.json"
+# The searches of `tune-compare --budget`, in the results folder (`experiments.budget`), and the
+# folder under it that holds their trials, which tune-report leaves out of the folder's runs.
+BUDGET_NAME = "budget.json"
+BUDGET_SEARCH_DIR = "search"
 
 # The ext var that every config reads its seeds from; tune-grid, tune-search and the planner
 # set it in a training's environment.

@@ -45,6 +45,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.rundir.jsonio import describe_value, read_json, read_json_object
 from allennlp_tune.rundir.names import (
     ARCHIVE_NAME,
+    BUDGET_NAME,
+    BUDGET_SEARCH_DIR,
     CONFIG_NAME,
     COST_NAME,
     METRICS_NAME,
@@ -197,7 +199,9 @@ def is_run_dir(path: Path) -> bool:
 def find_run_dirs(roots: Iterable[Path]) -> Tuple[List[Path], int]:
     """
     Run directories under `roots` (recursively; a run directory's own subfolders are not
-    searched), sorted and without duplicates, and the number of superseded attempts skipped.
+    searched, nor the `search/` folder of a `tune-compare --budget` results folder, whose
+    trials are not the runs it compares), sorted and without duplicates, and the number of
+    superseded attempts skipped.
     Raises `FileNotFoundError` naming a root that does not exist.
     """
     found = set()
@@ -215,6 +219,8 @@ def find_run_dirs(roots: Iterable[Path]) -> Tuple[List[Path], int]:
                 path = Path(current) / name
                 if name.startswith("."):
                     continue
+                if name == BUDGET_SEARCH_DIR and (Path(current) / BUDGET_NAME).is_file():
+                    continue  # the trials of `tune-compare --budget`, not runs of the folder
                 if SUPERSEDED_PATTERN.search(name):
                     superseded += 1
                 elif is_run_dir(path):

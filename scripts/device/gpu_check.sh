@@ -5,7 +5,7 @@
 #   tests   the config tests with TUNE_CUDA_DEVICE=0 (every config trains on the GPU)
 #   grid    tune-grid over $GRID_CONFIGS with $GRID_SEEDS on the real MiniLM (fp16-stored)
 #   equal_budget
-#           scripts/equal_budget.sh (issue 16) for every task in $EB_TASKS and mode in $EB_MODES
+#           scripts/equal_budget.sh (tune-compare --budget) for every task in $EB_TASKS and mode in $EB_MODES
 #           at once, one process per (task, mode) with its own results folder and Optuna study,
 #           $EB_TRIALS trials then $EB_SEEDS seeds each, all stopped after $EB_TIMEOUT s; the run
 #           folders' small files come back as eb_<task>.tar.gz (no weights, archives or caches),
@@ -64,7 +64,7 @@ for stage in "$@"; do
         --exclude='feature_cache*' runs)
       ;;
     equal_budget)
-      # equal_budget.sh calls $BIN/allennlp and $BIN/python.
+      # equal_budget.sh calls $BIN/allennlp (tune-compare --budget).
       # (Wrappers, not links: a link to the image's venv python loses that venv's packages.)
       mkdir -p /tmp/bin /tmp/eb
       printf '#!/bin/sh\nexec python3 "$@"\n' >/tmp/bin/python

@@ -1,0 +1,471 @@
+"""
+Equal tuning budgets for `tune-compare --budget K`: every mode gets the same K Optuna trials over
+its own search space before its seeds are trained, so a verdict compares ways of adapting the
+encoder, not a searched recipe against a default one.
+
+Per mode (`run_budget`):
+
+1. its space (`SPACES`, data: fe searches the rate, dropout and patience of its early stopping;
+   ft, sf, bitfit and lora the rate and epochs, each over the range its recipe lives in; the
+   block modes topK / bottomK use ft's; ELMo's fine-tuning rates are higher, `ELMO_SPACES`),
+   replaced per mode by `--space MODE="NAME=low:high[:log] ..."`;
+2. its start: the config's own recipe for those variables (what tune-compare trains without
+   `--budget`, read off the rendered config, `default_setting`), enqueued first so the search
+   ends no worse than the default;
+3. the study `<task>_<label>_<mode>` in `RESULTS_DIR/search/optuna.db`, trials under
+   `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE with sampler seed 1,
+   the median pruner on the per-epoch dev metric, trial seed `SEARCH_SEED`, which is no
+   reported seed). Resumable: the study's finished trials (complete, pruned or failed) count
+   against K and only the rest run, so every mode ends with exactly K finished trials; a trial
+   a killed process left running does not count and its slot runs again. A study with more
+   than K finished trials, or searched over another space, is refused;
+4. its best trial's setting, which the seeds train with (as ext vars: each seed run's
+   `config.json` and fingerprint hold it, so a seed trained with an older best is refused as
+   changed, or retrained with `--retrain-changed`).
+
+What was searched is written to `RESULTS_DIR/budget.json` (`BUDGET_NAME`), which tune-report
+shows as a table (trials complete / pruned / failed, best dev score, chosen setting, what the
+trials cost) and which makes the answer say "equal budgets (K trials per mode)". Its presence
+also keeps `RESULTS_DIR/search/` out of the runs tune-report reads (`rundir.find_run_dirs`): the
+report is of the seeds only.
+"""
+
+import contextlib
+import math
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.experiments.lock import ResultsDirLock
+from allennlp_tune.experiments.search import (
+    SearchParam,
+    _load_params,
+    _storage_url,
+    run_search,
+)
+from allennlp_tune.modes import block_groups
+from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run, write_json
+from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
+
+# The search spaces per mode, as tune-search's `--param` takes them.
+SPACES: Dict[str, Tuple[str, ...]] = {
+    # The frozen encoder's network: rate (the recipe's 1e-3), dropout (0.5 in ESIM, 0.1 in the
+    # pooled heads), and the patience of its early stopping (3 of at most 10 epochs).
+    "fe": ("TUNE_LR=1e-4:1e-2:log", "TUNE_DROPOUT=0.0:0.5", "TUNE_PATIENCE=1:5"),
+    # BERT's 2e-5 x 3 up to MiniLM's 1e-4 x 5 and beyond.
+    "ft": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=2:6"),
+    # Both phases: 2 frozen epochs + 2..6 fine-tuning ones.
+    "sf": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=4:8"),
+    # Few parameters train, at higher rates (the recipes' 3e-3 and 1.5e-3).
+    "bitfit": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=2:6"),
+    "lora": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=2:6"),
+}
+# ELMo's fine-tuning cells train at 5e-4 (discriminative rates, 0.4x per group below the top).
+ELMO_SPACES: Dict[str, Tuple[str, ...]] = {
+    "ft": ("TUNE_LR=1e-4:2e-3:log", "TUNE_EPOCHS=2:6"),
+    "sf": ("TUNE_LR=1e-4:2e-3:log", "TUNE_EPOCHS=4:8"),
+}
+# The trials' seed: not among the reported seeds (1, 2, ...), so no reported run is the very
+# trial that won the search (the hyperparameters are still chosen on the dev set the seeds are
+# scored on, for every mode alike).
+SEARCH_SEED = 0
+SAMPLER_SEED = 1
+
+
+@dataclass
+class ModeSearch:
+    """One mode's search: its study, space, start, finished trials, best trial and cost."""
+
+    mode: str
+    study: str
+    config: str
+    space: List[str]
+    # The config's own recipe, enqueued first (Optuna params); `None` when it lies outside
+    # the space or could not be read off the config.
+    start: Optional[Dict[str, Any]]
+    trials: Dict[str, int]
+    trained_now: int
+    best_trial: int
+    best_value: float
+    metric: str
+    # The best trial's searched ext vars, which the seeds train with.
+    setting: Dict[str, str]
+    # What the finished trials cost: wall seconds of their epochs (validation included), and
+    # encoder passes over training instances (forward+backward, forward only) where recorded.
+    seconds: float = 0.0
+    passes: Optional[Tuple[int, int]] = None
+    notes: List[str] = field(default_factory=list)
+
+
+def base_mode(mode: str) -> str:
+    """The mode whose space a mode uses: ft for the block modes topK / bottomK."""
+    return "ft" if block_groups(mode) is not None else mode
+
+
+def parse_spaces(texts: Sequence[str], modes: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
+    """`--space ft="TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=2:4"` per mode (each checked now)."""
+    spaces: Dict[str, Tuple[str, ...]] = {}
+    for text in texts:
+        mode, equals, specs = text.partition("=")
+        mode = mode.strip()
+        if not equals or not specs.split():
+            raise ConfigurationError(
+                f'--space {text!r}: expected MODE="NAME=low:high[:log] ...", e.g. '
+                '--space ft="TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=2:4".'
+            )
+        if mode not in modes:
+            raise ConfigurationError(
+                f"--space {mode}: {mode} is not among --modes ({' '.join(modes)})."
+            )
+        if mode in spaces:
+            raise ConfigurationError(f"--space {mode} is given twice.")
+        for spec in specs.split():
+            try:
+                SearchParam.parse(spec)
+            except ConfigurationError as error:
+                raise ConfigurationError(f"--space {mode}: {error}") from None
+        spaces[mode] = tuple(specs.split())
+    return spaces
+
+
+def space_texts(
+    mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]] = None
+) -> Tuple[str, ...]:
+    """A mode's space as `--param` texts: `--space`'s, else `SPACES` (`ELMO_SPACES` for ELMo)."""
+    given = (spaces or {}).get(mode)
+    if given is None:
+        base = base_mode(mode)
+        given = (ELMO_SPACES if family == "elmo" else {}).get(base) or SPACES.get(base)
+    if given is None:
+        raise ConfigurationError(
+            f"--budget: no search space for mode {mode}; give one with --space."
+        )
+    return tuple(given)
+
+
+def mode_space(
+    mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]] = None
+) -> List[SearchParam]:
+    """The searched parameters of a mode (`space_texts`, parsed)."""
+    return [SearchParam.parse(spec) for spec in space_texts(mode, family, spaces)]
+
+
+def check_budget_options(
+    budget: int,
+    modes: Sequence[str],
+    family: str,
+    ext_vars: Dict[str, str],
+    spaces: Optional[Dict[str, Tuple[str, ...]]],
+) -> None:
+    """Refuses a budget below 1 and an `--ext-var` that fixes a variable some mode searches."""
+    if not isinstance(budget, int) or budget < 1:
+        raise ConfigurationError(
+            f"--budget {budget}: give the number of search trials per mode, at least 1."
+        )
+    for mode in modes:
+        for param in mode_space(mode, family, spaces):
+            if param.name in ext_vars:
+                raise ConfigurationError(
+                    f"--ext-var {param.name}: --budget searches {param.name} for {mode} "
+                    "(each mode over the same number of trials); leave it out, or set the "
+                    f'range with --space {mode}="...".'
+                )
+
+
+def _leaves(value: Any, prefix: str = "") -> Dict[str, Any]:
+    if isinstance(value, dict):
+        found: Dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(_leaves(item, f"{prefix}.{key}" if prefix else str(key)))
+        return found
+    if isinstance(value, list):
+        found = {}
+        for index, item in enumerate(value):
+            found.update(_leaves(item, f"{prefix}.{index}"))
+        return found
+    return {prefix: value}
+
+
+def default_setting(
+    config: Path,
+    params: Sequence[SearchParam],
+    ext_vars: Dict[str, str],
+    overrides: Optional[str] = None,
+) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+    """
+    The config's own values of the searched variables, as Optuna params, and notes on what
+    could not be used. A variable's value is read where it lands in the rendered config: the
+    places that change when it is set to one of its `examples()` (the other one where the first
+    is the default) hold, when it is unset, the default. `None` when some default could not be
+    read or lies outside its range.
+    """
+
+    def render(variables: Dict[str, str]) -> Dict[str, Any]:
+        return _leaves(_load_params(config, variables, overrides).as_dict(quiet=True))
+
+    rendered = render(ext_vars)
+    setting: Dict[str, Any] = {}
+    notes: List[str] = []
+    for param in params:
+        places: List[str] = []
+        for value in param.examples():
+            changed = render({**ext_vars, param.name: value})
+            places = [key for key in rendered if rendered.get(key) != changed.get(key)]
+            if places:
+                break
+        values = {json_value for json_value in (rendered.get(key) for key in places)}
+        if len(values) != 1 or not isinstance(next(iter(values)), (int, float, str)):
+            notes.append(f"{param.name}: its default could not be read off the config")
+            return None, notes
+        default = next(iter(values))
+        try:
+            setting[param.name] = param.value(str(default), f"the default of {config.name}")
+        except ConfigurationError as error:
+            notes.append(f"not enqueued: {error}")
+            return None, notes
+    return setting, notes
+
+
+def _finished(study: Any) -> Dict[str, int]:
+    import optuna
+
+    counted = {"complete": 0, "pruned": 0, "failed": 0}
+    names = {
+        optuna.trial.TrialState.COMPLETE: "complete",
+        optuna.trial.TrialState.PRUNED: "pruned",
+        optuna.trial.TrialState.FAIL: "failed",
+    }
+    for trial in study.get_trials(deepcopy=False):
+        if trial.state in names:
+            counted[names[trial.state]] += 1
+    return counted
+
+
+def _load_study(storage: str, name: str) -> Any:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        return None
+
+
+def _trial_costs(study: Any) -> Tuple[float, Optional[Tuple[int, int]]]:
+    """Seconds of the finished trials' epochs and their encoder passes (`reporting.costs`)."""
+    import optuna
+
+    from allennlp_tune.reporting.costs import encoder_passes
+
+    seconds = 0.0
+    both = forward = 0
+    counted = False
+    done = (
+        optuna.trial.TrialState.COMPLETE,
+        optuna.trial.TrialState.PRUNED,
+        optuna.trial.TrialState.FAIL,
+    )
+    for trial in study.get_trials(deepcopy=False, states=done):
+        run_dir = trial.user_attrs.get("run_dir")
+        if not run_dir or not (Path(run_dir) / RUN_INFO_NAME).is_file():
+            continue
+        run = load_run(Path(run_dir))
+        epochs = (run.cost or {}).get("epoch_seconds")
+        if isinstance(epochs, list):
+            seconds += sum(value for value in epochs if isinstance(value, (int, float)))
+        passes = encoder_passes(run)
+        if passes is not None:
+            counted = True
+            both, forward = both + passes[0], forward + passes[1]
+    return seconds, ((both, forward) if counted else None)
+
+
+def _search_mode(
+    mode: str,
+    config: Path,
+    budget: int,
+    search_dir: Path,
+    storage: str,
+    family: str,
+    ext_vars: Dict[str, str],
+    overrides: Optional[str],
+    spaces: Optional[Dict[str, Tuple[str, ...]]],
+    keep_checkpoints: bool,
+    tool: str,
+) -> ModeSearch:
+    params = mode_space(mode, family, spaces)
+    space = list(space_texts(mode, family, spaces))
+    name = config_stem(config)
+    study = _load_study(storage, name)
+    if study is not None:
+        recorded = study.user_attrs.get("budget_space")
+        if recorded is not None and list(recorded) != space:
+            raise ConfigurationError(
+                f"--budget: study {name} in {search_dir} searched {' '.join(recorded)}, not "
+                f"{' '.join(space)}; its trials would not count toward this search. Use another "
+                "--results-dir, or the space it was searched over."
+            )
+    finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
+    done = sum(finished.values())
+    if done > budget:
+        raise ConfigurationError(
+            f"--budget {budget}: study {name} in {search_dir} has {done} finished trials "
+            f"already, more than the budget; give --budget {done} or more (every mode then gets "
+            "that many), or another --results-dir."
+        )
+    remaining = budget - done
+    # The start is read off the config once, when the study is new, and kept with it.
+    if study is not None and "budget_start" in study.user_attrs:
+        start, notes = study.user_attrs["budget_start"], list(study.user_attrs["budget_notes"])
+    else:
+        variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+        start, notes = default_setting(config, params, variables, overrides)
+    print(
+        f"{tool}: {mode}: {budget} trials over {' '.join(space)} ({done} finished before"
+        + (f", {remaining} to run" if remaining else "")
+        + ")",
+        file=sys.stderr,
+    )
+    for note in notes:
+        print(f"{tool}: {mode}: {note}", file=sys.stderr)
+    if remaining > 0:
+        print(
+            f"{tool}: {mode}: training {remaining} trial(s) in this process; their logs: "
+            f"{search_dir / name}/trial_<n>/out.log",
+            file=sys.stderr,
+        )
+        # AllenNLP's training logs every parameter to the terminal; each trial keeps them in
+        # its out.log, and the terminal keeps the lines of the comparison.
+        with open(os.devnull, "w", encoding="utf-8") as quiet:
+            with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                run_search(
+                    config,
+                    params,
+                    remaining,
+                    name,
+                    search_dir,
+                    storage=storage,
+                    pruning=True,
+                    ext_vars=ext_vars,
+                    seed=SEARCH_SEED,
+                    overrides=overrides,
+                    keep_checkpoints=keep_checkpoints,
+                    sampler_seed=SAMPLER_SEED,
+                    enqueue=[start] if start else [],
+                )
+        study = _load_study(storage, name)
+    if study.user_attrs.get("budget_space") is None:
+        study.set_user_attr("budget_space", space)
+        study.set_user_attr("budget_start", start)
+        study.set_user_attr("budget_notes", notes)
+    finished = _finished(study)
+    if not finished["complete"]:
+        raise ConfigurationError(
+            f"--budget: no trial of {mode} completed ({finished}); see the logs in "
+            f"{search_dir / name}/trial_*/out.log."
+        )
+    best = study.best_trial
+    setting = best.user_attrs.get("ext_vars") or {
+        key: repr(value) if isinstance(value, float) else str(value)
+        for key, value in best.params.items()
+    }
+    seconds, passes = _trial_costs(study)
+    return ModeSearch(
+        mode=mode,
+        study=name,
+        config=str(config),
+        space=space,
+        start=start,
+        trials=finished,
+        trained_now=max(0, sum(finished.values()) - done),
+        best_trial=best.number,
+        best_value=float(best.value),
+        metric=str(study.user_attrs.get("metric")),
+        setting={key: str(value) for key, value in setting.items()},
+        seconds=seconds,
+        passes=passes,
+        notes=notes,
+    )
+
+
+def budget_record(
+    task: str, encoder: str, budget: int, searches: Sequence[ModeSearch]
+) -> Dict[str, Any]:
+    """What `budget.json` holds (tune-report's table of the searches reads it)."""
+
+    def finite(value: float) -> Optional[float]:
+        return value if math.isfinite(value) else None
+
+    modes = []
+    for search in searches:
+        record = asdict(search)
+        record["best_value"] = finite(search.best_value)
+        record["passes"] = list(search.passes) if search.passes is not None else None
+        modes.append(record)
+    return {
+        "task": task,
+        "encoder": encoder,
+        "budget": budget,
+        "search_dir": BUDGET_SEARCH_DIR,
+        "search_seed": SEARCH_SEED,
+        "pruner": "median (per-epoch dev metric, after 3 finished trials, from the 2nd epoch)",
+        "modes": modes,
+    }
+
+
+def run_budget(
+    configs: Dict[str, Path],
+    budget: int,
+    results_dir: Path,
+    task: str,
+    encoder: str,
+    family: str,
+    ext_vars: Dict[str, str],
+    overrides: Optional[str] = None,
+    spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
+    keep_checkpoints: bool = False,
+    tool: str = "tune-compare",
+) -> Dict[str, ModeSearch]:
+    """
+    Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
+    holding the results folder's lock, and writes `RESULTS_DIR/budget.json`. Returns each
+    mode's search; its `setting` is what the mode's seeds train with.
+    """
+    check_budget_options(budget, list(configs), family, ext_vars, spaces)
+    results_dir = Path(results_dir)
+    search_dir = results_dir / BUDGET_SEARCH_DIR
+    search_dir.mkdir(parents=True, exist_ok=True)
+    record_path = results_dir / BUDGET_NAME
+    searches: Dict[str, ModeSearch] = {}
+    with ResultsDirLock(results_dir):
+        storage = _storage_url(None, search_dir)
+        # Written first, so that the trials stay out of tune-report's runs from the start.
+        write_json(record_path, budget_record(task, encoder, budget, []))
+        for mode, config in configs.items():
+            searches[mode] = _search_mode(
+                mode,
+                config,
+                budget,
+                search_dir,
+                storage,
+                family,
+                ext_vars,
+                overrides,
+                spaces,
+                keep_checkpoints,
+                tool,
+            )
+            write_json(record_path, budget_record(task, encoder, budget, list(searches.values())))
+    for search in searches.values():
+        said = " ".join(f"{key}={value}" for key, value in sorted(search.setting.items()))
+        trials = ", ".join(f"{count} {state}" for state, count in search.trials.items() if count)
+        print(
+            f"{tool}: {search.mode}: best of {budget} trials ({trials}): trial "
+            f"{search.best_trial}, {search.metric} {search.best_value:.4g}, {said}",
+            file=sys.stderr,
+        )
+    return searches

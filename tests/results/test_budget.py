@@ -1,0 +1,260 @@
+"""
+`tune-compare --budget K`: every mode gets exactly K search trials over its own space (its
+config's recipe first), resumably, then the seeds of its best setting, and the report shows the
+searches and says "equal budgets".
+
+The searches train the tiny fixture BERT in this process (as tune-search does); the seeds train
+in this process too (`in_process_training`, the grid's runner seam), so the file trains a dozen
+one- or two-epoch runs of 16 sentences.
+"""
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+from allennlp.common.checks import ConfigurationError
+
+import allennlp_tune  # noqa: F401  (registers the subcommands, sets the ext var defaults)
+from allennlp_tune.experiments.budget import (
+    SPACES,
+    default_setting,
+    mode_space,
+    parse_spaces,
+    run_budget,
+)
+from allennlp_tune.experiments.compare import (
+    load_task,
+    resolve_encoder,
+    run_compare,
+    write_configs,
+)
+from allennlp_tune.experiments.outputs import predict_in_process
+from allennlp_tune.reporting.render import render_json, render_markdown
+from allennlp_tune.reporting.report import report_from_dirs
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_compare import BERT, allennlp, write_reviews  # noqa: E402
+
+# Rate and 1-2 epochs: the fixture trains in a second or two per trial.
+SHORT = "TUNE_LR=1e-5:2e-4:log TUNE_EPOCHS=1:2"
+
+
+def in_process_training(command, environment, log_path):
+    """`allennlp train` of the grid's command, in this process with the run's environment."""
+    from allennlp.commands.train import train_model_from_file
+
+    config = command[command.index("train") + 1]
+    run_dir = command[command.index("-s") + 1]
+    saved = dict(os.environ)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    os.environ.update(environment)
+    try:
+        train_model_from_file(config, run_dir, file_friendly_logging=True)
+    except Exception as error:
+        log_path.write_text(f"{type(error).__name__}: {error}\n")
+        return 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    log_path.write_text("trained in process\n")
+    return 0
+
+
+def study_trials(results: Path, study: str):
+    storage = f"sqlite:///{results / 'search' / 'optuna.db'}"
+    return optuna.load_study(study_name=study, storage=storage).get_trials(deepcopy=False)
+
+
+def written_configs(folder: Path, modes):
+    """tune-compare's configs of the reviews task, written into `folder`/configs."""
+    task = load_task(str(write_reviews(folder / "task")))
+    return write_configs(task, resolve_encoder(str(BERT)), modes, folder, {})
+
+
+def test_budget_options_are_checked_before_anything_trains(tmp_path, monkeypatch, capsys):
+    task = write_reviews(tmp_path / "task")
+    argv = ["tune-compare", str(task), "--encoder", str(BERT), "--results-dir", str(tmp_path)]
+    for extra, message in [
+        (["--budget", "0"], "--budget: expected a whole number of at least 1"),
+        (["--budget", "2", "--ext-var", "TUNE_LR=1e-4"], "--budget searches TUNE_LR for fe"),
+        (["--space", "ft=TUNE_LR=1e-5:1e-4:log"], "--space sets the search space of --budget"),
+        (["--budget", "2", "--space", "ft=TUNE_LR=1e-4"], "--space ft: --param 'TUNE_LR=1e-4'"),
+    ]:
+        assert allennlp(monkeypatch, *argv, *extra) == 2, extra
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+    for texts, message in [
+        (["lora=TUNE_LR=1e-5:1e-4:log"], "lora is not among"),
+        (["ft"], "expected MODE="),
+        (["ft=" + SHORT, "ft=" + SHORT], "--space ft is given twice"),
+    ]:
+        with pytest.raises(ConfigurationError, match=message):
+            parse_spaces(texts, ["fe", "ft"])
+    assert not (tmp_path / "search").exists()
+    with pytest.raises(ConfigurationError, match="--budget 0: give the number of search trials"):
+        run_compare(str(task), str(BERT), ["ft"], [1], tmp_path / "out", budget=0)
+    assert parse_spaces(["ft=" + SHORT], ["ft"]) == {"ft": tuple(SHORT.split())}
+    # The block modes search ft's space.
+    assert [p.name for p in mode_space("top1", "bert")] == ["TUNE_LR", "TUNE_EPOCHS"]
+    assert mode_space("top1", "bert") == mode_space("ft", "bert")
+
+
+def test_each_modes_start_is_its_configs_own_recipe(tmp_path):
+    """Read off the rendered config: ft 2e-5 x 3, bitfit 3e-3 x 5, fe 1e-3 with its network's
+    dropout and patience 3; a default outside the space is not enqueued, and says why."""
+    written_configs(tmp_path, ["fe", "ft", "bitfit"])
+    configs = tmp_path / "configs"
+    ext_vars = {"TUNE_BERT_MODEL": str(BERT)}
+    expected = {
+        "ft": {"TUNE_LR": 2e-5, "TUNE_EPOCHS": 3},
+        "bitfit": {"TUNE_LR": 3e-3, "TUNE_EPOCHS": 5},
+        # A classification task's fe network is the BCN, with its dropout of 0.5.
+        "fe": {"TUNE_LR": 1e-3, "TUNE_DROPOUT": 0.5, "TUNE_PATIENCE": 3},
+    }
+    for mode, start in expected.items():
+        config = configs / f"reviews_bertuncased_{mode}.jsonnet"
+        setting, notes = default_setting(config, mode_space(mode, "bert"), ext_vars)
+        assert setting == start and not notes, (mode, setting, notes)
+    short = mode_space("ft", "bert", {"ft": tuple(SHORT.split())})
+    setting, notes = default_setting(configs / "reviews_bertuncased_ft.jsonnet", short, ext_vars)
+    assert setting is None and "TUNE_EPOCHS=3 is outside" in notes[0]
+    assert SPACES["ft"] == ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=2:6")
+
+
+def test_an_interrupted_search_runs_only_the_missing_trials(tmp_path, capsys):
+    """Budget 1, then 2: one more trial; 2 again: none; 1 after 2: refused. The first trial is
+    the config's own recipe (2e-5 x 3, inside this space)."""
+    [config] = written_configs(tmp_path, ["ft"])
+    space = {"ft": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=1:3")}
+    ext_vars = {"TUNE_BERT_MODEL": str(BERT)}
+
+    def search(budget):
+        return run_budget(
+            {"ft": config},
+            budget,
+            tmp_path,
+            "reviews",
+            "bertuncased",
+            "bert",
+            ext_vars,
+            spaces=space,
+        )["ft"]
+
+    first = search(1)
+    assert first.trained_now == 1 and first.trials == {"complete": 1, "pruned": 0, "failed": 0}
+    [trial] = study_trials(tmp_path, "reviews_bertuncased_ft")
+    assert trial.params == {"TUNE_LR": 2e-5, "TUNE_EPOCHS": 3} == first.start
+    second = search(2)
+    assert second.trained_now == 1 and sum(second.trials.values()) == 2
+    assert len(study_trials(tmp_path, "reviews_bertuncased_ft")) == 2
+    again = search(2)
+    assert again.trained_now == 0 and again.setting == second.setting
+    assert "2 trials over TUNE_LR=1e-5:2e-4:log TUNE_EPOCHS=1:3 (2 finished before)" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(ConfigurationError, match="has 2 finished trials already, more than"):
+        search(1)
+    with pytest.raises(ConfigurationError, match="searched TUNE_LR=1e-5:2e-4:log TUNE_EPOCHS=1:3"):
+        run_budget(
+            {"ft": config},
+            2,
+            tmp_path,
+            "reviews",
+            "bertuncased",
+            "bert",
+            ext_vars,
+            spaces={"ft": tuple(SHORT.split())},
+        )
+    # The search's costs: every finished trial's epochs and encoder passes (16 sentences).
+    assert again.seconds > 0 and again.passes is not None and again.passes[0] >= 4 * 16
+
+
+def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
+    """ft and bitfit, 2 trials each, one seed of each best: the seeds train with it (their
+    config.json), a rerun trains nothing, the report shows the searches and not the trials,
+    and its answer says equal budgets."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+    spaces = {"ft": tuple(SHORT.split()), "bitfit": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=1:2")}
+
+    def compare():
+        return run_compare(
+            str(task),
+            str(BERT),
+            ["ft", "bitfit"],
+            [1],
+            results,
+            budget=2,
+            spaces=spaces,
+            runner=in_process_training,
+            predict=predict_in_process,
+            progress=False,
+            plan=False,
+        )
+
+    result = compare()
+    assert len(result.trained) == 2 and not result.failed
+    saved = json.loads((results / "budget.json").read_text())
+    assert saved["budget"] == 2 and [m["mode"] for m in saved["modes"]] == ["ft", "bitfit"]
+    for mode in saved["modes"]:
+        trials = study_trials(results, f"reviews_bertuncased_{mode['mode']}")
+        assert len(trials) == 2 and sum(mode["trials"].values()) == 2
+        best = max(
+            (t for t in trials if t.state == optuna.trial.TrialState.COMPLETE),
+            key=lambda t: t.value,
+        )
+        assert mode["best_trial"] == best.number and mode["setting"] == best.user_attrs["ext_vars"]
+        run = results / f"reviews_bertuncased_{mode['mode']}" / "seed_1"
+        config = json.loads((run / "config.json").read_text())
+        assert config["trainer"]["optimizer"]["lr"] == float(mode["setting"]["TUNE_LR"])
+        assert config["trainer"]["num_epochs"] == int(mode["setting"]["TUNE_EPOCHS"])
+        info = json.loads((run / "tune_run.json").read_text())
+        assert info["ext_vars"]["TUNE_LR"] == mode["setting"]["TUNE_LR"]
+    capsys.readouterr()
+
+    again = compare()
+    assert not again.trained and len(again.skipped) == 2
+    for mode in ("ft", "bitfit"):
+        assert len(study_trials(results, f"reviews_bertuncased_{mode}")) == 2
+
+    report = report_from_dirs([results])
+    assert len(report.runs) == 2  # the seeds; the trials in out/search are not runs of it
+    markdown = render_markdown(report)
+    assert "## Equal budgets: the search behind each mode's seeds (2 trials per mode)" in markdown
+    rows = [line for line in markdown.splitlines() if line.startswith("| bertuncased reviews ")]
+    assert len(rows) == 2 and all("| 2 (" in row and "TUNE_LR=" in row for row in rows), rows
+    assert "equal budgets (2 trials per mode" in markdown and "default recipes" not in markdown
+    assert render_json(report)["budgets"][0]["budget"] == 2
+
+    # A better trial added to ft's study (its budget then 3): its seed was trained with another
+    # setting, and is refused as changed, naming the mode and what changed, not reused.
+    storage = f"sqlite:///{results / 'search' / 'optuna.db'}"
+    study = optuna.load_study(study_name="reviews_bertuncased_ft", storage=storage)
+    better = {"TUNE_LR": "0.0001", "TUNE_EPOCHS": "1"}
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"TUNE_LR": 1e-4, "TUNE_EPOCHS": 1},
+            distributions={
+                "TUNE_LR": optuna.distributions.FloatDistribution(1e-5, 2e-4, log=True),
+                "TUNE_EPOCHS": optuna.distributions.IntDistribution(1, 2),
+            },
+            value=1.0,
+            user_attrs={"ext_vars": better},
+        )
+    )
+    with pytest.raises(ConfigurationError) as refused:
+        run_compare(
+            str(task), str(BERT), ["ft"], [1], results, budget=3, spaces=spaces,
+            runner=in_process_training, predict=predict_in_process, progress=False, plan=False,
+        )  # fmt: skip
+    message = str(refused.value)
+    assert message.startswith("the ft seeds, at the best setting of its 3 search trials: ")
+    assert "reviews_bertuncased_ft/seed_1: TUNE_EPOCHS " in message, message
+    assert "-> 0.0001" in message and "--retrain-changed" in message
