@@ -182,6 +182,15 @@ def compare_main(args: argparse.Namespace) -> None:
                 "instead of --sequential."
             ),
         )
+    if args.budget is not None and args.coordinator is not None:
+        fail(
+            "tune-compare",
+            ConfigurationError(
+                "--budget and --coordinator do not go together yet: the searches run in this "
+                "process, and each mode's seeds are a grid of their own. Run --budget on one "
+                "machine, or share a search between machines with tune-search's --storage."
+            ),
+        )
     ext_vars = checked_ext_vars(
         "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
     )

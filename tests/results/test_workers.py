@@ -315,6 +315,9 @@ def test_other_grids_and_plain_grids_are_refused_on_a_workers_folder(tmp_path, c
     with pytest.raises(SystemExit):
         run_cli(add_compare_parser, [*compare, "--sequential", "--coordinator", url])
     assert "--sequential and --coordinator do not go together" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run_cli(add_compare_parser, [*compare, "--budget", 2, "--coordinator", url])
+    assert "--budget and --coordinator do not go together" in capsys.readouterr().err
 
 
 def test_two_tune_grid_commands_share_a_real_grid(tmp_path, tiny_config, tiny_ext_vars):
