@@ -115,8 +115,8 @@ def forked():
             process.join()
 
 
-def start_workers(forked, tmp_path, configs, url, count=2, stall_first=False):
-    """`count` worker processes on one grid (2 configs x seeds 1 2); the first stalls in its
+def start_workers(forked, tmp_path, configs, url, count=2, stall_first=False, seeds=(1, 2)):
+    """`count` worker processes on one grid (2 configs x `seeds`); the first stalls in its
     first run with `stall_first`."""
     barrier = tmp_path / "barrier"
     barrier.mkdir(exist_ok=True)
@@ -128,7 +128,7 @@ def start_workers(forked, tmp_path, configs, url, count=2, stall_first=False):
             "out": str(tmp_path / f"worker_{index}.out"),
             "url": url,
             "configs": [str(config) for config in configs],
-            "seeds": [1, 2],
+            "seeds": list(seeds),
             "results": str(tmp_path / "results"),
             "stall_s": 120 if stall_first and index == 0 else None,
         }
@@ -175,29 +175,34 @@ def configs(tmp_path):
     return paths
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_two_workers_train_every_run_of_the_grid_once(tmp_path, configs, forked, request, database):
+@pytest.mark.parametrize(
+    "database, count, seeds",
+    [("sqlite", 2, (1, 2)), ("postgresql", 2, (1, 2)), ("postgresql", 4, (1, 2, 3, 4))],
+)
+def test_workers_train_every_run_of_the_grid_once(
+    tmp_path, configs, forked, request, database, count, seeds
+):
     url = (
         f"sqlite:///{tmp_path / 'workers.db'}"
         if database == "sqlite"
         else request.getfixturevalue("postgres_url")
     )
-    workers = start_workers(forked, tmp_path, configs, url)
+    workers = start_workers(forked, tmp_path, configs, url, count=count, seeds=seeds)
     done = [finish(worker) for worker in workers]
     pids = {str(worker.pid) for worker in workers}
 
     trained = calls(tmp_path)
     runs = sorted(run for _, run in trained)
-    assert runs == sorted(f"sick_e_bow_{m}/seed_{s}" for m in ("fe", "ft") for s in (1, 2))
-    assert {pid for pid, _ in trained} == pids  # both took part
-    assert sum(result["trained"] for result in done) == 4
+    assert runs == sorted(f"sick_e_bow_{m}/seed_{s}" for m in ("fe", "ft") for s in seeds)
+    assert {pid for pid, _ in trained} == pids  # every worker took part
+    assert sum(result["trained"] for result in done) == len(runs)
     results = tmp_path / "results"
     for pid, run in trained:
         info = json.loads((results / run / "tune_run.json").read_text())
         assert info["status"] == "ok" and info["worker"].endswith(f":{pid}")
     assert not list(results.glob("*/seed_*.*"))  # nothing moved aside
     by_state = trials_by_state(results, url)
-    assert len(by_state["COMPLETE"]) == 4 and "FAIL" not in by_state
+    assert len(by_state["COMPLETE"]) == len(runs) and "FAIL" not in by_state
     assert {trial.user_attrs["run"] for trial in by_state["COMPLETE"]} == set(runs)
     assert "secret" not in (results / MARKER_NAME).read_text()  # a password is never written
     assert not (results / ".feature_cache").exists()  # the last worker out removed it
@@ -206,7 +211,7 @@ def test_two_workers_train_every_run_of_the_grid_once(tmp_path, configs, forked,
     again = FakeTraining()
     result = run_grid(
         configs,
-        [1, 2],
+        list(seeds),
         results,
         runner=again,
         predict=None,
