@@ -26,13 +26,17 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import torch
-from allennlp.common import Params
-from allennlp.data import Vocabulary
-from allennlp.models import Model
-from bench_feature_cache import minilm_path, read_instances, sick_file, timed_steps, training_run
+from bench_feature_cache import (
+    build_model,
+    minilm_path,
+    read_instances,
+    sick_file,
+    timed_steps,
+    training_run,
+)
 
 import allennlp_tune.data  # noqa: F401  (the sick reader)
 import allennlp_tune.modules  # noqa: F401  (tune_transformer)
@@ -41,19 +45,6 @@ import allennlp_tune.modules  # noqa: F401  (tune_transformer)
 # with room for the head, the data loader and reading the cache.
 TARGET_RATIO = {1: 0.30, 2: 0.45}
 TARGET_FIRST_EPOCH = 1.15
-
-
-def build(vocab: Vocabulary, model_path: str, embedder: Dict, cache_dir: Optional[str]) -> Model:
-    embedder = {"type": "tune_transformer", "model_name": model_path, **embedder}
-    if cache_dir is not None:
-        embedder["feature_cache"] = {"directory": cache_dir}
-    params = {
-        "type": "basic_classifier",
-        "text_field_embedder": {"token_embedders": {"tokens": embedder}},
-        "seq2vec_encoder": {"type": "bag_of_embeddings", "embedding_dim": 384, "averaged": True},
-        "namespace": "tags",
-    }
-    return Model.from_params(vocab=vocab, params=Params(params))
 
 
 ARMS = {
@@ -82,7 +73,7 @@ def main() -> int:
             torch.manual_seed(args.seed)
             cache = os.path.join(tmp, name) if cached else None
             runs[name] = training_run(
-                build(vocab, model_path, embedder, cache), instances, vocab, args.batch_size
+                build_model(vocab, model_path, cache, embedder), instances, vocab, args.batch_size
             )
         times: Dict[str, List[float]] = {name: [] for name in runs}
         for epoch in range(args.epochs):

@@ -65,8 +65,12 @@ def sick_file() -> Path:
     return REPO_ROOT / "fixtures" / "data" / "sick" / "SICK.txt"
 
 
-def build_model(vocab: Vocabulary, model_path: str, cache_dir: str = None) -> Model:
+def build_model(
+    vocab: Vocabulary, model_path: str, cache_dir: str = None, options: Dict = None
+) -> Model:
+    """The benchmark's classifier; `options` replace the frozen all-layer embedder's settings."""
     embedder = {"type": "tune_transformer", "model_name": model_path, "layers": "all"}
+    embedder.update(options or {})
     if cache_dir is not None:
         embedder["feature_cache"] = {"directory": cache_dir}
     params = {

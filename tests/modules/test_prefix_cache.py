@@ -12,24 +12,11 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from tests.modules.test_encoder_families import _deberta_v2_breaks_on_this_numpy
+from tests.modules.test_encoder_families import runnable
 from tests.modules.test_peft_modes import FAMILIES, masked_loss
 
 # ALBERT's layers share weights: no frozen layer lies apart from a top block.
-CACHED_FAMILIES = [
-    pytest.param(
-        family,
-        marks=pytest.mark.skipif(
-            _deberta_v2_breaks_on_this_numpy(),
-            reason="this transformers' DeBERTa-v2 uses np.int, which this numpy (>= 1.24) "
-            "no longer has (fixed in transformers 4.26)",
-        ),
-    )
-    if family == "deberta-v2"
-    else family
-    for family in FAMILIES
-    if family != "albert"
-]
+CACHED_FAMILIES = [runnable(family) for family in FAMILIES if family != "albert"]
 
 
 @pytest.fixture

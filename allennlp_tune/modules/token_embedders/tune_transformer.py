@@ -283,14 +283,15 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                     tuned_groups,
                 )
             else:
+                layer_list = self._find_layer_list()
                 check_prefix_cache(
                     owner,
-                    self._find_layer_list(),
+                    layer_list,
                     shared_layers=self._find_shared_layer_groups() is not None,
                     top_layer_only=self._layers == [self.config.num_hidden_layers],
                     max_length=max_length,
                 )
-                self._layer_list_path = self._find_layer_list()
+                self._layer_list_path = layer_list
 
     def _find_layer_groups(self) -> Tuple[List[str], List[List[str]]]:
         """
@@ -491,15 +492,8 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         frozen_layers = lowest - 1
         last_frozen = layer_list[frozen_layers - 1]
         lengths = mask.sum(-1).tolist()
-        ids = token_ids.cpu().numpy()
-        types = type_ids.cpu().numpy() if type_ids is not None else None
         prefix = self._prefix_key_prefix(lowest, f"wordpiece|input of layer {frozen_layers}")
-        keys = []
-        for row, length in enumerate(lengths):
-            row_types = types[row, :length] if types is not None else None
-            if row_types is not None and not row_types.any():
-                row_types = None
-            keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
+        keys = _row_keys(prefix, token_ids, type_ids, lengths)
         dim = self.config.hidden_size
 
         def frozen_output(rows: List[int]) -> torch.Tensor:
@@ -696,15 +690,9 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         input_mask = segment_concat_mask if self._max_length is not None else mask
         input_lengths = input_mask.sum(-1).tolist()
         lengths = mask.sum(-1).tolist()
-        ids = token_ids.cpu().numpy()
-        types = type_ids.cpu().numpy() if type_ids is not None else None
-        prefix = self._cache_key_prefix(self._selection)
-        keys = []
-        for row, length in enumerate(input_lengths):
-            row_types = types[row, :length] if types is not None else None
-            if row_types is not None and not row_types.any():
-                row_types = None
-            keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
+        keys = _row_keys(
+            self._cache_key_prefix(self._selection), token_ids, type_ids, input_lengths
+        )
 
         def compute(rows: List[int]) -> torch.Tensor:
             index = torch.tensor(rows, device=token_ids.device)
@@ -731,3 +719,31 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             compute=compute,
             device=token_ids.device,
         )
+
+
+def _row_keys(
+    prefix: Any,
+    token_ids: torch.LongTensor,
+    type_ids: Optional[torch.LongTensor],
+    lengths: List[int],
+) -> List[str]:
+    """
+    The cache key of each row: `prefix` with its ids up to its own `lengths[row]` (and its type
+    ids, unless all zero), so padding and batch composition do not matter.
+
+    # Parameters
+
+    token_ids : `torch.LongTensor`
+        Shape: `(batch_size, num_wordpieces)`.
+    type_ids : `torch.LongTensor`, optional
+        Shape: `(batch_size, num_wordpieces)`.
+    """
+    ids = token_ids.cpu().numpy()
+    types = type_ids.cpu().numpy() if type_ids is not None else None
+    keys = []
+    for row, length in enumerate(lengths):
+        row_types = types[row, :length] if types is not None else None
+        if row_types is not None and not row_types.any():
+            row_types = None
+        keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
+    return keys
