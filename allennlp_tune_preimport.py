@@ -2,7 +2,8 @@
 `transformers` and `huggingface_hub` (see `allennlp_tune/compat.py`, fixes 5 to 9), the
 `allennlp` command line's short errors (fix 11), which must see the command line before
 AllenNLP parses it, and what acts on AllenNLP's own modules as they load: the installed plugin's
-discovery (12), a start without warnings or INFO lines (13) and a lazy torchvision (14).
+discovery (12), a start without warnings or INFO lines (13), a lazy torchvision (14) and
+SciPy, scikit-learn and NLTK loaded when a metric first uses them (15).
 
 Loaded by the one line of `allennlp_tune.pth`, which pip puts in site-packages with the package
 (editable or not), so it runs at every interpreter start in that environment: `allennlp ...`,
@@ -662,6 +663,151 @@ class _LazyTorchvision:
         return False
 
 
+# ---- 15. a quick start: SciPy, scikit-learn and NLTK only when a metric uses them -------------
+
+
+class _DeferredModule(type(sys)):
+    """Stands in for a module that an import statement names, while the importing module's
+    code runs (`_DeferNames`), so that the statement binds stand-ins instead of running the
+    named module's code: each name in `names` gives a stand-in of its kind (`_forward`);
+    any other attribute, or any attribute once the importing module has run, loads the real
+    module (`importlib.import_module`) and is read from it."""
+
+    def __init__(self, name: str, names: "dict[str, str]"):
+        import importlib.machinery
+
+        super().__init__(name)
+        # A spec without a loader: `importlib.util.find_spec(name)` (transformers 4.20's
+        # `is_sklearn_available`, while the importing module runs) finds the module installed.
+        self.__spec__ = importlib.machinery.ModuleSpec(name, None)
+        self._allennlp_tune_names = names
+        self._allennlp_tune_open = True
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("__") or attribute.startswith("_allennlp_tune"):
+            raise AttributeError(attribute)
+        kind = self._allennlp_tune_names.get(attribute) if self._allennlp_tune_open else None
+        if kind is not None:
+            return _forward(self.__name__, attribute, kind)
+        return getattr(_real_module(self.__name__), attribute)
+
+
+def _real_module(name: str):
+    """The real module `name`, imported now if need be (a stand-in still in `sys.modules` is
+    taken out first)."""
+    import importlib
+
+    if isinstance(sys.modules.get(name), _DeferredModule):
+        del sys.modules[name]
+    return importlib.import_module(name)
+
+
+class _DeferredClassMeta(type):
+    """The metaclass of a stand-in class: calling it, `isinstance`, `issubclass` and its
+    attributes act on the real class."""
+
+    def _real(cls):
+        return getattr(_real_module(cls._allennlp_tune_module), cls.__name__)
+
+    def __call__(cls, *args, **kwargs):
+        return cls._real()(*args, **kwargs)
+
+    def __instancecheck__(cls, instance) -> bool:
+        return isinstance(instance, cls._real())
+
+    def __subclasscheck__(cls, subclass) -> bool:
+        return issubclass(subclass, cls._real())
+
+    def __getattr__(cls, attribute: str):
+        if attribute.startswith("__") or attribute == "_allennlp_tune_module":
+            raise AttributeError(attribute)
+        return getattr(cls._real(), attribute)
+
+
+def _forward(module: str, name: str, kind: str):
+    """A stand-in for `module.name`: a function that calls the real one (`function`), a class
+    that acts as the real one (`class`), or a module whose attributes are the real one's
+    (`module`, for a submodule)."""
+    if kind == "module":
+        stand_in = _DeferredModule(f"{module}.{name}", {})
+        stand_in._allennlp_tune_open = False
+        return stand_in
+    if kind == "class":
+        return _DeferredClassMeta(name, (), {"_allennlp_tune_module": module, "__module__": module})
+
+    def function(*args, **kwargs):
+        return getattr(_real_module(module), name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = module
+    function.__doc__ = f"Calls `{module}.{name}` (imported on the first call)."
+    return function
+
+
+class _DeferNames:
+    """Around a module's code: the modules named in `DEFERRED` (module -> name -> kind) that
+    are not imported yet are `_DeferredModule`s in `sys.modules`, so that the module's `from X
+    import Y` and `import X.Y as Z` bind stand-ins; afterwards they leave `sys.modules`, and the
+    next import of X anywhere is a normal one. A library that is not installed gets none, so
+    that the import fails as it did."""
+
+    DEFERRED: "dict[str, dict[str, str]]" = {}
+
+    def __enter__(self):
+        self._stand_ins = {}
+        for name, names in self.DEFERRED.items():
+            if name not in sys.modules and _installed(name.partition(".")[0]):
+                self._stand_ins[name] = sys.modules[name] = _DeferredModule(name, dict(names))
+        for name in self._stand_ins:  # `import scipy.stats as stats`
+            parent, _, child = name.rpartition(".")
+            if parent in self._stand_ins:
+                self._stand_ins[parent]._allennlp_tune_names.setdefault(child, "module")
+        return self
+
+    def __exit__(self, *exc_info):
+        for name, stand_in in self._stand_ins.items():
+            stand_in._allennlp_tune_open = False
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+        return False
+
+
+def _installed(top_level: str) -> bool:
+    """Whether the top-level module can be imported here (found without running its code); a
+    library that is not installed gets no stand-in, so that importing it fails as it did."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(top_level) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _defer(deferred: "dict[str, dict[str, str]]"):
+    """A `_DeferNames` for one importing module."""
+    return type("_DeferNames", (_DeferNames,), {"DEFERRED": deferred})
+
+
+# Every `allennlp` command imports these four modules (through `allennlp.commands`), which import
+# SciPy's statistics, scikit-learn and NLTK at the top for functions that only a metric's
+# computation calls: about a third of the start of a command on transformers 4, for a `--help`
+# or a run that never computes those metrics.
+_TRANSFORMERS_METRICS = _defer(
+    {
+        # transformers' deprecated GLUE metrics (imported by its data collators)
+        "scipy.stats": {"pearsonr": "function", "spearmanr": "function"},
+        "sklearn.metrics": {"f1_score": "function", "matthews_corrcoef": "function"},
+    }
+)
+_ALLENNLP_SPEARMAN = _defer({"scipy": {}, "scipy.stats": {}})  # `import scipy.stats as stats`
+_ALLENNLP_AUC = _defer({"sklearn": {"metrics": "module"}})  # `from sklearn import metrics`
+_ALLENNLP_EVALB = _defer({"nltk": {"Tree": "class"}})  # `from nltk import Tree`, for type hints
+# allennlp-models' SST reader and its OntoNotes reader, which the plugin's BCN and CRF tagger
+# import: `from nltk.tree import Tree`, `from nltk import Tree`
+_MODELS_SST = _defer({"nltk.tree": {"Tree": "class"}})
+_MODELS_ONTONOTES = _ALLENNLP_EVALB
+
+
 # ---- the hook ---------------------------------------------------------------------------------
 
 # module name -> (context manager class around its code or None, function after it or None)
@@ -676,6 +822,15 @@ _HOOKS = {
     "rouge.rouge": (_QuietPkgResources, None),
     "google.api_core": (_QuietGoogleVersionSupport, None),
     "allennlp.data.image_loader": (_LazyTorchvision, None),
+    "transformers.data.metrics": (_TRANSFORMERS_METRICS, None),
+    "allennlp.training.metrics.spearman_correlation": (_ALLENNLP_SPEARMAN, None),
+    "allennlp.training.metrics.auc": (_ALLENNLP_AUC, None),
+    "allennlp.training.metrics.evalb_bracketing_scorer": (_ALLENNLP_EVALB, None),
+    "allennlp_models.classification.dataset_readers.stanford_sentiment_tree_bank": (
+        _MODELS_SST,
+        None,
+    ),
+    "allennlp_models.common.ontonotes": (_MODELS_ONTONOTES, None),
 }
 
 
