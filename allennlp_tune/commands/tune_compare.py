@@ -112,7 +112,8 @@ def add_sequential_arguments(subparser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="POINTS",
         help="equivalence margin in points: a pair whose interval lies inside (-M, +M) reads "
-        "'equivalent within M' (with --sequential it stops there)",
+        "'equivalent within M' (with --sequential it stops there), and the answer names the "
+        "cheapest arm not worse than the best by more than M",
     )
 
 

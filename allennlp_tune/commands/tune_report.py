@@ -96,7 +96,9 @@ def add_report_parser(parser: argparse._SubParsersAction, name: str) -> argparse
         type=positive_float,
         default=None,
         metavar="M",
-        help="a tie whose 95%% interval lies inside (-M, +M) points reads 'equivalent within M'",
+        help="a tie whose 95%% interval lies inside (-M, +M) points reads 'equivalent within "
+        "M', and the answer names the cheapest arm not worse than the best by more than M "
+        "points (e.g. a block of layers within M of full fine-tuning)",
     )
     subparser.set_defaults(func=report_main)
     return subparser

@@ -1,6 +1,7 @@
 """
 The answer first: one sentence per row with paired results, saying which arm to use (of the
-modes no pair found worse, the cheapest), by how much against the others (95% intervals), at
+modes no pair found worse, the cheapest; with `--margin M`, the cheapest of the modes not worse
+than the best by more than M points), by how much against the others (95% intervals), at
 what cost, and whether the recipes were searched ("equal budgets (K trials per mode)" for the
 seeds of `tune-compare --budget K`); and a warning for a mode whose best epoch was
 its last (still improving when training stopped).
@@ -93,19 +94,60 @@ def _cost_key(row: Row, mode: str) -> Tuple[float, float, Tuple[int, int, int, s
     )
 
 
-def choose_arm(row: Row) -> Optional[str]:
-    """
-    The arm to use: of the compared modes that no pair found worse than another (a tie or a
-    win in each of their pairs), the cheapest (`_cost_key`); `None` without paired results.
-    """
+def _unbeaten(row: Row) -> List[str]:
+    """The compared modes that no pair found worse than another (a tie or a win in each of
+    their pairs), in the report's order."""
     compared = {mode for result in row.paired for mode in (result.mode_a, result.mode_b)}
     beaten = {
         result.mode_b if result.verdict == result.mode_a else result.mode_a
         for result in row.paired
         if result.verdict in (result.mode_a, result.mode_b)
     }
-    unbeaten = [mode for mode in ordered_run_modes(compared) if mode not in beaten]
-    return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
+    return [mode for mode in ordered_run_modes(compared) if mode not in beaten]
+
+
+def best_arm(row: Row) -> Optional[str]:
+    """Of the unbeaten modes (`_unbeaten`), the one with the highest mean score (the report's
+    order breaks a tie); `None` without paired results."""
+    unbeaten = _unbeaten(row)
+    scored = [mode for mode in unbeaten if row.cells[mode].mean is not None]
+    if not scored:
+        return unbeaten[0] if unbeaten else None
+    return max(scored, key=lambda mode: row.cells[mode].mean)  # the first of equals
+
+
+def within_margin_of(row: Row, best: str, margin: float) -> Dict[str, Tuple[float, float, float]]:
+    """The modes not worse than `best` by more than `margin` points: those whose paired
+    interval against it (mode − best) has its lower end above −margin (a one-sided test at
+    2.5%, the equivalence test's lower half), with (difference, low, high); `best` itself
+    with zeros. A mode without a pair against `best` is not among them."""
+    within = {best: (0.0, 0.0, 0.0)}
+    for result in row.paired:
+        if best not in (result.mode_a, result.mode_b):
+            continue
+        other = result.mode_b if result.mode_a == best else result.mode_a
+        _best, difference, low, high = _against(result, other)
+        if low > -margin:
+            within[other] = (difference, low, high)
+    return within
+
+
+def choose_arm(row: Row, margin: Optional[float] = None) -> Optional[str]:
+    """
+    The arm to use; `None` without paired results. Without a margin: of the compared modes
+    that no pair found worse than another, the cheapest (`_cost_key`). With a margin (points,
+    `tune-report --margin M`): the cheapest of the modes not worse than the best arm
+    (`best_arm`) by more than M (`within_margin_of`), so that a block of layers or an
+    adapter that stays within M of full fine-tuning is chosen for its lower cost, and one
+    whose interval reaches further below is not.
+    """
+    if margin is None:
+        unbeaten = _unbeaten(row)
+        return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
+    best = best_arm(row)
+    if best is None:
+        return None
+    return min(within_margin_of(row, best, margin), key=lambda mode: _cost_key(row, mode))
 
 
 def _cost_words(row: Row, mode: str) -> str:
@@ -121,10 +163,13 @@ def _cost_words(row: Row, mode: str) -> str:
     return ", ".join(parts) if parts else "no costs recorded"
 
 
-def answer_sentence(label: str, row: Row, budget: Optional[int] = None) -> Optional[str]:
+def answer_sentence(
+    label: str, row: Row, budget: Optional[int] = None, margin: Optional[float] = None
+) -> Optional[str]:
     """One sentence: which arm, by how much (95% intervals), at what cost, how fair (`budget`:
-    the row's runs are the seeds of `tune-compare --budget K`, `row_budget`)."""
-    arm = choose_arm(row)
+    the row's runs are the seeds of `tune-compare --budget K`, `row_budget`); with a `margin`,
+    the cheapest arm within it of the best (`choose_arm`)."""
+    arm = choose_arm(row, margin)
     if arm is None:
         return None
     said = []
@@ -137,11 +182,25 @@ def answer_sentence(label: str, row: Row, budget: Optional[int] = None) -> Optio
             said.append(f"beats {other} by {interval}")
         elif result.verdict == TIE:
             said.append(f"ties {other} ({interval})")
+        elif result.verdict == other:
+            said.append(f"is behind {other} by {interval}")
         else:  # equivalent within the margin
             said.append(f"is {result.verdict} of {other} ({interval})")
     # A tie (or equivalence) with another arm: both are unbeaten, and the cheaper was chosen.
     tied = any(not text.startswith("beats") for text in said)
     why = " (the cheapest per epoch of the arms that no other beats)" if tied else ""
+    best = best_arm(row) if margin is not None else None
+    if best is not None and best != arm:
+        why = (
+            f" (the cheapest per epoch of the arms not worse than the best, {best}, by more "
+            f"than {margin:g} points: the lower end of its interval against {best} is above "
+            f"-{margin:g})"
+        )
+    elif best is not None and len(within_margin_of(row, best, margin)) == 1:
+        why = (
+            f" (no cheaper arm is within {margin:g} points of it: each one's interval against "
+            f"{arm} reaches further below, or it has none)"
+        )
     others = [mode for mode in row.used_modes() if mode != arm and row.cells[mode].scored_runs]
     cost = f"costs {_cost_words(row, arm)}" + (
         " against " + "; ".join(f"{mode} {_cost_words(row, mode)}" for mode in others)
@@ -171,7 +230,7 @@ def answer_lines(report: "Report") -> List[str]:
             name for name, rows in report.encoder_rows.items() if any(r is row for r in rows)
         )
         budget = row_budget(report.budgets, encoder, row)
-        sentence = answer_sentence(label, row, budget)
+        sentence = answer_sentence(label, row, budget, report.margin)
         if sentence is not None:
             lines.append(sentence)
         for mode, (rising, told, epochs) in under_trained(row).items():

@@ -35,10 +35,11 @@ intervals from the test predictions.
 
 The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
 the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
-mean seconds per epoch, then trainable parameters), its 95% intervals against the modes it was
-compared with, its cost (s/epoch, trainable parameters) against theirs, and whether the recipes
-were searched (every run's `tune_run.json` records a `search`; otherwise it says "default
-recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
+mean seconds per epoch, then trainable parameters; with `--margin M`, the cheapest of the modes
+whose interval against the best unbeaten mode stays above −M), its 95% intervals against the
+modes it was compared with, its cost (s/epoch, trainable parameters) against theirs, and whether
+the recipes were searched (every run's `tune_run.json` records a `search`; otherwise it says
+"default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
 after two epochs or more) in some run gets a warning: still improving, under-trained at a recipe
 nobody searched. A table whose rows have none of the paper's numbers (tasks or encoders that are
 not the paper's) leaves out the paper's columns, and the summary its citation.
@@ -286,7 +287,9 @@ class Report:
                     f"(−{self.margin:g}, +{self.margin:g}) points reads "
                     f'"{equivalent_verdict(self.margin)}" (equivalence by two one-sided tests '
                     "on the same 95% interval, each at 2.5%); a win inside the margin stays a "
-                    "win."
+                    "win. The answer names the cheapest arm not worse than the best by more "
+                    f"than {self.margin:g} (the lower end of its interval against the best "
+                    f"above −{self.margin:g})."
                 )
         for label, row in labelled:
             if row.paired:

@@ -60,3 +60,44 @@ def test_a_block_mode_gets_a_column_pairs_and_the_answer(tmp_path, make_run):
     (sentence,) = [line for line in notes(markdown, ANSWER_TITLE) if line.startswith("minilm")]
     assert "use top1 (top 1 layer group fine-tuned)" in sentence
     assert '"top1"' in json.dumps(render_json(rendered))
+
+
+def test_with_a_margin_the_answer_names_the_cheapest_arm_within_it_of_the_best(tmp_path, make_run):
+    """On 120 examples, three seeds: ft wrong on every 20th, top2 on every 15th (a tie, its
+    interval against ft about -1.7 [-5.4, +2.8]), top1 on every 10th (ft beats it: about -5.0
+    [-8.6, -0.8]); top1 is the cheapest, ft the dearest. With no margin the cheapest unbeaten
+    arm, top2; with a margin, the cheapest whose interval against ft stays above -margin: ft at
+    3 points (even top2's reaches below), top2 at 6, top1 at 9 (behind ft, but by less than 9)."""
+    root = tmp_path / "runs"
+    costs = {"ft": (40.0, 2e7), "top2": (24.0, 6e6), "top1": (12.0, 3e6)}
+    for seed in (1, 2, 3):
+        for mode, every in (("ft", 20), ("top1", 10), ("top2", 15)):
+            run = make(make_run, root, f"reviews_minilm_{mode}", seed, wrong_every(every, seed))
+            seconds, params = costs[mode]
+            (run / "cost.json").write_text(
+                f'{{"trainable_params": {params}, "total_params": 2.3e7, '
+                f'"mean_epoch_seconds": {seconds}}}'
+            )
+    plain = report(root).rows()[0]
+    pairs = {(r.mode_a, r.mode_b): r for r in plain.paired}
+    top1, top2 = pairs[("top1", "ft")], pairs[("top2", "ft")]
+    assert top1.verdict == "ft" and -9 < top1.low < -6 and top1.high < 0, top1
+    assert top2.verdict == "tie" and -6 < top2.low < -3 and top2.high > 0, top2
+    assert choose_arm(plain) == "top2"
+    for margin, arm in ((3.0, "ft"), (6.0, "top2"), (9.0, "top1")):
+        rendered = report(root, margin=margin)
+        assert choose_arm(rendered.rows()[0], margin) == arm, margin
+        (sentence,) = [
+            line
+            for line in notes(render_markdown(rendered), ANSWER_TITLE)
+            if line.startswith("minilm")
+        ]
+        assert f"use {arm} " in sentence, sentence
+        if arm == "ft":
+            assert "no cheaper arm is within 3 points of it" in sentence, sentence
+            assert "beats top1 by" in sentence and "ties top2" in sentence, sentence
+        else:
+            assert f"not worse than the best, ft, by more than {margin:g} points" in sentence
+            assert "against ft 40.0 s/epoch" in sentence, sentence  # its cost beside ft's
+        if arm == "top1":
+            assert "is behind ft by -5.0 [" in sentence, sentence
