@@ -230,7 +230,47 @@ def default_setting(
     return setting, notes
 
 
-def _finished(study: Any) -> Dict[str, int]:
+def trial_seeded_sampler(seed: int) -> Any:
+    """
+    TPE whose draws for trial n come from `TPESampler(seed=seed + n)`: a trial's setting
+    depends on its number (and, after TPE's random start, on the trials finished before), not
+    on which process asks for it or how many it asked for before. So the searches of one
+    process and of many workers (`budget_workers`) draw the same settings, and a resumed study
+    goes on to new draws.
+    """
+    import optuna
+
+    class TrialSeededTPE(optuna.samplers.BaseSampler):
+        def __init__(self) -> None:
+            self._samplers: Dict[int, Any] = {}
+
+        def _of(self, trial: Any) -> Any:
+            if trial.number not in self._samplers:
+                self._samplers[trial.number] = optuna.samplers.TPESampler(seed=seed + trial.number)
+            return self._samplers[trial.number]
+
+        def infer_relative_search_space(self, study: Any, trial: Any) -> Dict[str, Any]:
+            return self._of(trial).infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study: Any, trial: Any, search_space: Dict) -> Dict[str, Any]:
+            return self._of(trial).sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study: Any, trial: Any, name: str, distribution) -> Any:
+            return self._of(trial).sample_independent(study, trial, name, distribution)
+
+        def before_trial(self, study: Any, trial: Any) -> None:
+            self._of(trial).before_trial(study, trial)
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            self._of(trial).after_trial(study, trial, state, values)
+            self._samplers.pop(trial.number, None)
+
+    return TrialSeededTPE()
+
+
+def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, int]:
+    """The finished trials by state: of the study, or of `trials` (a workers' study's counted
+    ones, `budget_workers.counted_trials`)."""
     import optuna
 
     counted = {"complete": 0, "pruned": 0, "failed": 0}
@@ -239,7 +279,7 @@ def _finished(study: Any) -> Dict[str, int]:
         optuna.trial.TrialState.PRUNED: "pruned",
         optuna.trial.TrialState.FAIL: "failed",
     }
-    for trial in study.get_trials(deepcopy=False):
+    for trial in study.get_trials(deepcopy=False) if trials is None else trials:
         if trial.state in names:
             counted[names[trial.state]] += 1
     return counted
@@ -354,7 +394,7 @@ def _search_mode(
                     seed=SEARCH_SEED,
                     overrides=overrides,
                     keep_checkpoints=keep_checkpoints,
-                    sampler_seed=SAMPLER_SEED,
+                    sampler=trial_seeded_sampler(SAMPLER_SEED),
                     enqueue=[start] if start else [],
                 )
         study = _load_study(storage, name)
@@ -362,7 +402,25 @@ def _search_mode(
         study.set_user_attr("budget_space", space)
         study.set_user_attr("budget_start", start)
         study.set_user_attr("budget_notes", notes)
-    finished = _finished(study)
+    return mode_result(
+        mode, study, name, config, space, start, notes, _finished(study), done, search_dir
+    )
+
+
+def mode_result(
+    mode: str,
+    study: Any,
+    name: str,
+    config: Path,
+    space: List[str],
+    start: Optional[Dict[str, Any]],
+    notes: List[str],
+    finished: Dict[str, int],
+    done: int,
+    search_dir: Path,
+) -> ModeSearch:
+    """A mode's `ModeSearch` from its finished study (`finished`: its counted trials by state;
+    `done`: how many had finished before this process searched)."""
     if not finished["complete"]:
         raise ConfigurationError(
             f"--budget: no trial of {mode} completed ({finished}); see the logs in "
@@ -429,16 +487,41 @@ def run_budget(
     spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
     keep_checkpoints: bool = False,
     tool: str = "tune-compare",
+    coordinator: Optional[Any] = None,
 ) -> Dict[str, ModeSearch]:
     """
     Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
     holding the results folder's lock, and writes `RESULTS_DIR/budget.json`. Returns each
     mode's search; its `setting` is what the mode's seeds train with.
+
+    With a `coordinator` (`workers.Coordinator`) this process is one of many workers that share
+    the trials (`budget_workers`): it returns once every mode's search is finished.
     """
     check_budget_options(budget, list(configs), family, ext_vars, spaces)
     results_dir = Path(results_dir)
     search_dir = results_dir / BUDGET_SEARCH_DIR
     search_dir.mkdir(parents=True, exist_ok=True)
+    from allennlp_tune.experiments import budget_workers
+
+    if coordinator is not None:
+        searches = budget_workers.run_shared_budget(
+            configs,
+            budget,
+            results_dir,
+            search_dir,
+            task,
+            encoder,
+            family,
+            ext_vars,
+            overrides,
+            spaces,
+            keep_checkpoints,
+            coordinator,
+            tool,
+        )
+        _print_bests(searches, budget, tool)
+        return searches
+    budget_workers.refuse_if_search_is_shared(search_dir)
     record_path = results_dir / BUDGET_NAME
     searches: Dict[str, ModeSearch] = {}
     with ResultsDirLock(results_dir):
@@ -460,6 +543,11 @@ def run_budget(
                 tool,
             )
             write_json(record_path, budget_record(task, encoder, budget, list(searches.values())))
+    _print_bests(searches, budget, tool)
+    return searches
+
+
+def _print_bests(searches: Dict[str, ModeSearch], budget: int, tool: str) -> None:
     for search in searches.values():
         said = " ".join(f"{key}={value}" for key, value in sorted(search.setting.items()))
         trials = ", ".join(f"{count} {state}" for state, count in search.trials.items() if count)
@@ -468,4 +556,3 @@ def run_budget(
             f"{search.best_trial}, {search.metric} {search.best_value:.4g}, {said}",
             file=sys.stderr,
         )
-    return searches
