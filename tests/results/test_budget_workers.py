@@ -17,12 +17,15 @@ import traceback
 from pathlib import Path
 
 import optuna
+import pytest
+from allennlp.common.checks import ConfigurationError
 from optuna.trial import TrialState
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_budget import SHORT, in_process_training, study_trials  # noqa: E402
+from test_budget import in_process_training, study_trials, written_configs  # noqa: E402
 from test_compare import BERT, write_reviews  # noqa: E402
 
+from allennlp_tune.experiments.budget import run_budget  # noqa: E402
 from allennlp_tune.experiments.budget_workers import SLOT_ATTR, counted_trials  # noqa: E402
 from allennlp_tune.experiments.compare import run_compare  # noqa: E402
 from allennlp_tune.experiments.outputs import predict_in_process  # noqa: E402
@@ -30,7 +33,9 @@ from allennlp_tune.experiments.workers import MARKER_NAME, Coordinator  # noqa: 
 from allennlp_tune.reporting.sequential import SequentialPlan  # noqa: E402
 from allennlp_tune.rundir.names import SEQUENTIAL_NAME  # noqa: E402
 
-SPACES = {"ft": tuple(SHORT.split()), "bitfit": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=1:2")}
+# The rate only, one epoch (the config's own ft rate, 2e-5, is trial 0 of ft).
+SPACES = {"ft": ("TUNE_LR=1e-5:2e-4:log",), "bitfit": ("TUNE_LR=5e-5:5e-3:log",)}
+EXT_VARS = {"TUNE_EPOCHS": "1"}
 
 
 def compare(task, results, budget=2, modes=("ft", "bitfit"), seeds=(1,), **options):
@@ -42,6 +47,7 @@ def compare(task, results, budget=2, modes=("ft", "bitfit"), seeds=(1,), **optio
         results,
         budget=budget,
         spaces={mode: SPACES[mode] for mode in modes},
+        ext_vars=EXT_VARS,
         runner=in_process_training,
         predict=predict_in_process,
         progress=False,
@@ -78,8 +84,11 @@ def shared_studies(results: Path, url: str):
     }
 
 
-def without_costs(record):
-    """budget.json without what differs between processes: wall seconds and who trained."""
+def comparable(record, folder):
+    """budget.json without what differs between processes (wall seconds, who trained) and
+    with its folder's paths relative."""
+    text = json.dumps(record).replace(str(folder), "RESULTS")
+    record = json.loads(text)
     for mode in record["modes"]:
         mode.pop("seconds")
         mode.pop("trained_now")
@@ -129,63 +138,69 @@ def test_two_workers_share_the_searches_and_the_seeds(tmp_path):
         assert info["status"] == "ok" and info["worker"].rpartition(":")[2] in pids
     assert not list(results.glob("*/seed_1.*"))  # nothing trained twice or moved aside
 
-    # One process, the same command: the same trials drawn, the same bests and seeds.
+    # Each seed trained with its mode's best setting.
+    record = json.loads((results / "budget.json").read_text())
+    for mode in record["modes"]:
+        config = json.loads(
+            (results / f"reviews_bertuncased_{mode['mode']}" / "seed_1" / "config.json").read_text()
+        )
+        assert config["trainer"]["optimizer"]["lr"] == float(mode["setting"]["TUNE_LR"])
+        assert config["trainer"]["num_epochs"] == 1
+
+    # One process searching the same way draws the same trials and writes the same budget.json.
     alone = tmp_path / "alone"
-    result = compare(task, alone)
-    assert len(result.trained) == 2
-    shared = without_costs(json.loads((results / "budget.json").read_text()))
-    single = without_costs(json.loads((alone / "budget.json").read_text()))
-    assert shared == single
+    configs = written_configs(alone, ["ft", "bitfit"])
+    ext_vars = {"TUNE_BERT_MODEL": str(BERT), **EXT_VARS}
+    run_budget(
+        dict(zip(["ft", "bitfit"], configs)), 2, alone, "reviews", "bertuncased", "bert",
+        ext_vars, spaces=SPACES,
+    )  # fmt: skip
+    single = json.loads((alone / "budget.json").read_text())
+    assert comparable(record, results) == comparable(single, alone)
     for mode in ("ft", "bitfit"):
         assert [t.params for t in study_trials(alone, f"reviews_bertuncased_{mode}")] == [
             t.params for t in counted_trials(shared_studies(results, url)[mode])
         ]
-    for seed_run in seeds:
-        for name in ("config.json", "metrics.json"):
-            worked, single_run = (
-                json.loads((folder / seed_run / name).read_text()) for folder in (results, alone)
-            )
-            if name == "metrics.json":
-                worked, single_run = (
-                    {k: v for k, v in m.items() if k.startswith("best_validation")}
-                    for m in (worked, single_run)
-                )
-            assert worked == single_run, (seed_run, name)
 
 
 def test_a_dead_worker_s_trial_is_trained_again(tmp_path):
     """A slot held by a worker that stopped beating (a trial left RUNNING): after the grace
     period the next worker fails it, trains its copy, and the mode ends with exactly K counted
-    trials; --budget 1 after 2 is refused."""
-    task = write_reviews(tmp_path / "task")
-    results = tmp_path / "out"
+    trials; --budget 1 after 2 is refused, and so is one process on the workers' folder."""
+    [config] = written_configs(tmp_path, ["ft"])
     url = f"sqlite:///{tmp_path / 'workers.db'}"
     coordinator = Coordinator(url, heartbeat_s=1, grace_s=2)
-    compare(task, results, budget=1, modes=("ft",), coordinator=coordinator)
-    [study] = [shared_studies_of(results, url, "ft")]
+
+    def search(budget, coordinator=coordinator):
+        return run_budget(
+            {"ft": config}, budget, tmp_path, "reviews", "bertuncased", "bert",
+            {"TUNE_BERT_MODEL": str(BERT), **EXT_VARS}, spaces={"ft": SPACES["ft"]},
+            coordinator=coordinator,
+        )["ft"]  # fmt: skip
+
+    search(1)
+    study = shared_studies_of(tmp_path, url, "ft")
     # A second slot, claimed by a worker that then died after one heartbeat.
     study.enqueue_trial({}, user_attrs={SLOT_ATTR: True})
     storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=2)
     dead = optuna.load_study(study_name=study.study_name, storage=storage).ask()
     storage.record_heartbeat(dead._trial_id)
 
-    compare(task, results, budget=2, modes=("ft",), coordinator=coordinator)
-    study = shared_studies_of(results, url, "ft")
+    found = search(2)
+    assert found.trials == {"complete": 2, "pruned": 0, "failed": 0}
+    study = shared_studies_of(tmp_path, url, "ft")
     counted = counted_trials(study)
     assert len(counted) == 2 and all(t.state == TrialState.COMPLETE for t in counted)
     [failed] = [t for t in study.trials if t.state == TrialState.FAIL]
     assert failed.number == dead.number and failed.number not in {t.number for t in counted}
-    saved = json.loads((results / "budget.json").read_text())
-    assert saved["modes"][0]["trials"] == {"complete": 2, "pruned": 0, "failed": 0}
-
-    import pytest
-    from allennlp.common.checks import ConfigurationError
-
+    assert counted[-1].system_attrs["failed_trial"] == dead.number  # its copy, trained
+    assert json.loads((tmp_path / "budget.json").read_text())["modes"][0]["trials"] == (
+        found.trials
+    )
     with pytest.raises(ConfigurationError, match="has 2 trials already, more than the budget"):
-        compare(task, results, budget=1, modes=("ft",), coordinator=coordinator)
-    # A one-process --budget on the workers' folder is refused, naming the coordinator.
-    with pytest.raises(ConfigurationError, match="belongs to workers"):
-        compare(task, results, budget=2, modes=("ft",))
+        search(1)
+    with pytest.raises(ConfigurationError, match="belongs to workers sharing one grid"):
+        search(2, coordinator=None)
 
 
 def shared_studies_of(results, url, mode):
