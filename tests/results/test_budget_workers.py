@@ -201,6 +201,16 @@ def test_a_dead_worker_s_trial_is_trained_again(tmp_path):
         search(1)
     with pytest.raises(ConfigurationError, match="belongs to workers sharing one grid"):
         search(2, coordinator=None)
+    # A worker given another space is refused, naming it.
+    with pytest.raises(ConfigurationError) as refused:
+        run_budget(
+            {"ft": config}, 2, tmp_path, "reviews", "bertuncased", "bert",
+            {"TUNE_BERT_MODEL": str(BERT), **EXT_VARS}, spaces={"ft": ("TUNE_LR=1e-5:1e-4:log",)},
+            coordinator=coordinator,
+        )  # fmt: skip
+    assert "runs only in this command: reviews_bertuncased_ft over TUNE_LR=1e-5:1e-4:log" in str(
+        refused.value
+    )
 
 
 def shared_studies_of(results, url, mode):
