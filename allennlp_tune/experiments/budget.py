@@ -232,11 +232,13 @@ def default_setting(
 
 def trial_seeded_sampler(seed: int) -> Any:
     """
-    TPE whose draws for trial n come from `TPESampler(seed=seed + n)`: a trial's setting
-    depends on its number (and, after TPE's random start, on the trials finished before), not
-    on which process asks for it or how many it asked for before. So the searches of one
-    process and of many workers (`budget_workers`) draw the same settings, and a resumed study
-    goes on to new draws.
+    TPE whose draws for a trial come from `TPESampler(seed=seed + k)`, k the study's trials
+    numbered before it that the sampler draws (those enqueued with values, such as the config's
+    own recipe, left out): a trial's setting depends on its number (and, after TPE's random
+    start, on the trials finished before), not on which process asks for it or how many it asked
+    for before. So one process and many workers (`budget_workers`, whose trials are numbered
+    when enqueued) draw the same settings, the first drawn trial draws what a sampler seeded
+    `seed` draws first, and a resumed study goes on to new draws.
     """
     import optuna
 
@@ -244,25 +246,30 @@ def trial_seeded_sampler(seed: int) -> Any:
         def __init__(self) -> None:
             self._samplers: Dict[int, Any] = {}
 
-        def _of(self, trial: Any) -> Any:
+        def _of(self, study: Any, trial: Any) -> Any:
             if trial.number not in self._samplers:
-                self._samplers[trial.number] = optuna.samplers.TPESampler(seed=seed + trial.number)
+                drawn = sum(
+                    1
+                    for before in study.get_trials(deepcopy=False)
+                    if before.number < trial.number and not before.system_attrs.get("fixed_params")
+                )
+                self._samplers[trial.number] = optuna.samplers.TPESampler(seed=seed + drawn)
             return self._samplers[trial.number]
 
         def infer_relative_search_space(self, study: Any, trial: Any) -> Dict[str, Any]:
-            return self._of(trial).infer_relative_search_space(study, trial)
+            return self._of(study, trial).infer_relative_search_space(study, trial)
 
         def sample_relative(self, study: Any, trial: Any, search_space: Dict) -> Dict[str, Any]:
-            return self._of(trial).sample_relative(study, trial, search_space)
+            return self._of(study, trial).sample_relative(study, trial, search_space)
 
         def sample_independent(self, study: Any, trial: Any, name: str, distribution) -> Any:
-            return self._of(trial).sample_independent(study, trial, name, distribution)
+            return self._of(study, trial).sample_independent(study, trial, name, distribution)
 
         def before_trial(self, study: Any, trial: Any) -> None:
-            self._of(trial).before_trial(study, trial)
+            self._of(study, trial).before_trial(study, trial)
 
         def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
-            self._of(trial).after_trial(study, trial, state, values)
+            self._of(study, trial).after_trial(study, trial, state, values)
             self._samplers.pop(trial.number, None)
 
     return TrialSeededTPE()
