@@ -13,15 +13,22 @@ Per mode (`run_budget`):
    `--budget`, read off the rendered config, `default_setting`), enqueued first so the search
    ends no worse than the default;
 3. the study `<task>_<label>_<mode>` in `RESULTS_DIR/search/optuna.db`, trials under
-   `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE with sampler seed 1,
-   the median pruner on the per-epoch dev metric, trial seed `SEARCH_SEED`, which is no
-   reported seed). Resumable: the study's finished trials (complete, pruned or failed) count
-   against K and only the rest run, so every mode ends with exactly K finished trials; a trial
-   a killed process left running does not count and its slot runs again. A study with more
-   than K finished trials, or searched over another space, is refused;
+   `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE, the k-th trial it
+   draws, from 0, with sampler seed 1+k (`trial_seeded_sampler`); the median pruner on the
+   per-epoch dev metric; trial seed `SEARCH_SEED`, which is no reported seed). Resumable: the
+   study's finished trials (complete, pruned or failed) count against K and only the rest
+   run, so every mode ends with exactly K finished trials; a trial a killed process left
+   running does not count and its slot runs again. A study with more than K finished trials,
+   or searched over another space, is refused;
 4. its best trial's setting, which the seeds train with (as ext vars: each seed run's
    `config.json` and fingerprint hold it, so a seed trained with an older best is refused as
    changed, or retrained with `--retrain-changed`).
+
+With a coordinator (`--coordinator`), many worker processes share steps 3 and 4
+(`budget_workers`): each mode's study lives in the coordinator's storage with exactly K trials
+that the workers claim, a dead worker's trial is run again by another, every worker waits for
+the last search to finish, and then all share the seeds of every mode's best setting as one grid
+(`compare`).
 
 What was searched is written to `RESULTS_DIR/budget.json` (`BUDGET_NAME`), which tune-report
 shows as a table (trials complete / pruned / failed, best dev score, chosen setting, what the
