@@ -8,6 +8,7 @@ The trials and seeds train the tiny fixture BERT of test_budget in the workers' 
 (`test_budget.in_process_training`).
 """
 
+import datetime
 import json
 import multiprocessing
 import os
@@ -133,9 +134,14 @@ def test_two_workers_share_the_searches_and_the_seeds(tmp_path):
         assert all(SLOT_ATTR in t.user_attrs or t.state == TrialState.FAIL for t in study.trials)
         trial_workers |= {t.user_attrs["worker"].rpartition(":")[2] for t in counted}
     assert trial_workers == pids  # both workers trained trials
+    searched = max(
+        t.datetime_complete for study in shared_studies(results, url).values() for t in study.trials
+    ).replace(microsecond=0)
     for seed_run in seeds:
         info = json.loads((results / seed_run / "tune_run.json").read_text())
         assert info["status"] == "ok" and info["worker"].rpartition(":")[2] in pids
+        # No seed started before the last trial of either search had finished.
+        assert datetime.datetime.strptime(info["started"], "%Y%m%dT%H%M%S") >= searched
     assert not list(results.glob("*/seed_1.*"))  # nothing trained twice or moved aside
 
     # Each seed trained with its mode's best setting.
