@@ -185,6 +185,9 @@ def run_shared_budget(
         prefix = _claim_folder(search_dir, identity, coordinator)
         storage, retry = coordinator.open_storage()
         with _SetupLock(search_dir):
+            if not (results_dir / BUDGET_NAME).exists():
+                # Written first, so that the trials stay out of tune-report's runs from the start.
+                write_json(results_dir / BUDGET_NAME, budget_record(task, encoder, budget, []))
             for mode in modes:
                 _set_up(mode, prefix, storage, budget, search_dir, fixed, overrides, name,
                         keep_checkpoints, tool)  # fmt: skip
