@@ -172,10 +172,10 @@ def _before_training(
     """
     changed, unverified = [], []
     for config in configs:
+        own = _ext_vars_of(config, ext_vars, config_ext_vars)
         found, unchecked = find_changed_runs(
-            [config], seeds, results_dir, _ext_vars_of(config, ext_vars, config_ext_vars),
-            overrides, shared_cache,
-        )  # fmt: skip
+            [config], seeds, results_dir, own, overrides, shared_cache
+        )
         changed.extend(found)
         unverified.extend(unchecked)
     if changed and not retrain_changed:
