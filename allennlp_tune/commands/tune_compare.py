@@ -129,7 +129,8 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
         "own recipe among them, the median pruner stopping trials that are clearly behind; "
         "then train the seeds of each mode's best setting. Trials go to RESULTS_DIR/search "
         "(resumable: a rerun runs only the trials a study lacks), the searches to "
-        "RESULTS_DIR/budget.json, which the report shows",
+        "RESULTS_DIR/budget.json, which the report shows. With --coordinator, workers given the "
+        "same command share the trials (each mode still gets exactly K) and then the seeds",
     )
     subparser.add_argument(
         "--space",
@@ -174,22 +175,18 @@ def compare_main(args: argparse.Namespace) -> None:
     from allennlp_tune.experiments.compare import EXPERIMENT, run_compare, task_source
 
     plan, seeds = sequential_plan(args)
-    if plan is not None and args.coordinator is not None:  # workers share one fixed grid
+    if plan is not None and args.coordinator is not None:
+        # Workers share a grid fixed when they start; --sequential's rounds would each be a
+        # grid of their own, chosen from the last round's looks.
         fail(
             "tune-compare",
             ConfigurationError(
-                "--sequential and --coordinator do not go together: workers share one fixed "
-                "grid, and --sequential picks each round's runs from the last; give --seeds "
-                "instead of --sequential."
-            ),
-        )
-    if args.budget is not None and args.coordinator is not None:
-        fail(
-            "tune-compare",
-            ConfigurationError(
-                "--budget and --coordinator do not go together yet: the searches run in this "
-                "process, and each mode's seeds are a grid of their own. Run --budget on one "
-                "machine, or share a search between machines with tune-search's --storage."
+                "--sequential and --coordinator do not go together: workers share one grid "
+                "fixed when they start (its marker, .tune_workers.json, refuses any other), "
+                "while --sequential chooses each round's seed runs from the looks after the "
+                "last round, so every round would be another grid on the same folder. Give "
+                "--seeds instead of --sequential to share the runs, or run --sequential in one "
+                "process."
             ),
         )
     ext_vars = checked_ext_vars(

@@ -13,15 +13,22 @@ Per mode (`run_budget`):
    `--budget`, read off the rendered config, `default_setting`), enqueued first so the search
    ends no worse than the default;
 3. the study `<task>_<label>_<mode>` in `RESULTS_DIR/search/optuna.db`, trials under
-   `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE with sampler seed 1,
-   the median pruner on the per-epoch dev metric, trial seed `SEARCH_SEED`, which is no
-   reported seed). Resumable: the study's finished trials (complete, pruned or failed) count
-   against K and only the rest run, so every mode ends with exactly K finished trials; a trial
-   a killed process left running does not count and its slot runs again. A study with more
-   than K finished trials, or searched over another space, is refused;
+   `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE, the k-th trial it
+   draws, from 0, with sampler seed 1+k (`trial_seeded_sampler`); the median pruner on the
+   per-epoch dev metric; trial seed `SEARCH_SEED`, which is no reported seed). Resumable: the
+   study's finished trials (complete, pruned or failed) count against K and only the rest
+   run, so every mode ends with exactly K finished trials; a trial a killed process left
+   running does not count and its slot runs again. A study with more than K finished trials,
+   or searched over another space, is refused;
 4. its best trial's setting, which the seeds train with (as ext vars: each seed run's
    `config.json` and fingerprint hold it, so a seed trained with an older best is refused as
    changed, or retrained with `--retrain-changed`).
+
+With a coordinator (`--coordinator`), many worker processes share steps 3 and 4
+(`budget_workers`): each mode's study lives in the coordinator's storage with exactly K trials
+that the workers claim, a dead worker's trial is run again by another, every worker waits for
+the last search to finish, and then all share the seeds of every mode's best setting as one grid
+(`compare`).
 
 What was searched is written to `RESULTS_DIR/budget.json` (`BUDGET_NAME`), which tune-report
 shows as a table (trials complete / pruned / failed, best dev score, chosen setting, what the
@@ -230,7 +237,54 @@ def default_setting(
     return setting, notes
 
 
-def _finished(study: Any) -> Dict[str, int]:
+def trial_seeded_sampler(seed: int) -> Any:
+    """
+    TPE whose draws for a trial come from `TPESampler(seed=seed + k)`, k the study's trials
+    numbered before it that the sampler draws (those enqueued with values, such as the config's
+    own recipe, left out): a trial's setting depends on its number (and, after TPE's random
+    start, on the trials finished before), not on which process asks for it or how many it asked
+    for before. So one process and many workers (`budget_workers`, whose trials are numbered
+    when enqueued) draw the same settings, the first drawn trial draws what a sampler seeded
+    `seed` draws first, and a resumed study goes on to new draws.
+    """
+    import optuna
+
+    class TrialSeededTPE(optuna.samplers.BaseSampler):
+        def __init__(self) -> None:
+            self._samplers: Dict[int, Any] = {}
+
+        def _of(self, study: Any, trial: Any) -> Any:
+            if trial.number not in self._samplers:
+                drawn = sum(
+                    1
+                    for before in study.get_trials(deepcopy=False)
+                    if before.number < trial.number and not before.system_attrs.get("fixed_params")
+                )
+                self._samplers[trial.number] = optuna.samplers.TPESampler(seed=seed + drawn)
+            return self._samplers[trial.number]
+
+        def infer_relative_search_space(self, study: Any, trial: Any) -> Dict[str, Any]:
+            return self._of(study, trial).infer_relative_search_space(study, trial)
+
+        def sample_relative(self, study: Any, trial: Any, search_space: Dict) -> Dict[str, Any]:
+            return self._of(study, trial).sample_relative(study, trial, search_space)
+
+        def sample_independent(self, study: Any, trial: Any, name: str, distribution) -> Any:
+            return self._of(study, trial).sample_independent(study, trial, name, distribution)
+
+        def before_trial(self, study: Any, trial: Any) -> None:
+            self._of(study, trial).before_trial(study, trial)
+
+        def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+            self._of(study, trial).after_trial(study, trial, state, values)
+            self._samplers.pop(trial.number, None)
+
+    return TrialSeededTPE()
+
+
+def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, int]:
+    """The finished trials by state: of the study, or of `trials` (a workers' study's counted
+    ones, `budget_workers.counted_trials`)."""
     import optuna
 
     counted = {"complete": 0, "pruned": 0, "failed": 0}
@@ -239,7 +293,7 @@ def _finished(study: Any) -> Dict[str, int]:
         optuna.trial.TrialState.PRUNED: "pruned",
         optuna.trial.TrialState.FAIL: "failed",
     }
-    for trial in study.get_trials(deepcopy=False):
+    for trial in study.get_trials(deepcopy=False) if trials is None else trials:
         if trial.state in names:
             counted[names[trial.state]] += 1
     return counted
@@ -354,7 +408,7 @@ def _search_mode(
                     seed=SEARCH_SEED,
                     overrides=overrides,
                     keep_checkpoints=keep_checkpoints,
-                    sampler_seed=SAMPLER_SEED,
+                    sampler=trial_seeded_sampler(SAMPLER_SEED),
                     enqueue=[start] if start else [],
                 )
         study = _load_study(storage, name)
@@ -362,7 +416,25 @@ def _search_mode(
         study.set_user_attr("budget_space", space)
         study.set_user_attr("budget_start", start)
         study.set_user_attr("budget_notes", notes)
-    finished = _finished(study)
+    return mode_result(
+        mode, study, name, config, space, start, notes, _finished(study), done, search_dir
+    )
+
+
+def mode_result(
+    mode: str,
+    study: Any,
+    name: str,
+    config: Path,
+    space: List[str],
+    start: Optional[Dict[str, Any]],
+    notes: List[str],
+    finished: Dict[str, int],
+    done: int,
+    search_dir: Path,
+) -> ModeSearch:
+    """A mode's `ModeSearch` from its finished study (`finished`: its counted trials by state;
+    `done`: how many had finished before this process searched)."""
     if not finished["complete"]:
         raise ConfigurationError(
             f"--budget: no trial of {mode} completed ({finished}); see the logs in "
@@ -429,16 +501,41 @@ def run_budget(
     spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
     keep_checkpoints: bool = False,
     tool: str = "tune-compare",
+    coordinator: Optional[Any] = None,
 ) -> Dict[str, ModeSearch]:
     """
     Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
     holding the results folder's lock, and writes `RESULTS_DIR/budget.json`. Returns each
     mode's search; its `setting` is what the mode's seeds train with.
+
+    With a `coordinator` (`workers.Coordinator`) this process is one of many workers that share
+    the trials (`budget_workers`): it returns once every mode's search is finished.
     """
     check_budget_options(budget, list(configs), family, ext_vars, spaces)
     results_dir = Path(results_dir)
     search_dir = results_dir / BUDGET_SEARCH_DIR
     search_dir.mkdir(parents=True, exist_ok=True)
+    from allennlp_tune.experiments import budget_workers
+
+    if coordinator is not None:
+        searches = budget_workers.run_shared_budget(
+            configs,
+            budget,
+            results_dir,
+            search_dir,
+            task,
+            encoder,
+            family,
+            ext_vars,
+            overrides,
+            spaces,
+            keep_checkpoints,
+            coordinator,
+            tool,
+        )
+        _print_bests(searches, budget, tool)
+        return searches
+    budget_workers.refuse_if_search_is_shared(search_dir)
     record_path = results_dir / BUDGET_NAME
     searches: Dict[str, ModeSearch] = {}
     with ResultsDirLock(results_dir):
@@ -460,6 +557,11 @@ def run_budget(
                 tool,
             )
             write_json(record_path, budget_record(task, encoder, budget, list(searches.values())))
+    _print_bests(searches, budget, tool)
+    return searches
+
+
+def _print_bests(searches: Dict[str, ModeSearch], budget: int, tool: str) -> None:
     for search in searches.values():
         said = " ".join(f"{key}={value}" for key, value in sorted(search.setting.items()))
         trials = ", ".join(f"{count} {state}" for state, count in search.trials.items() if count)
@@ -468,4 +570,3 @@ def run_budget(
             f"{search.best_trial}, {search.metric} {search.best_value:.4g}, {said}",
             file=sys.stderr,
         )
-    return searches

@@ -518,7 +518,9 @@ def run_compare(
 
     With a `budget` K, every mode first gets K search trials over its space (`spaces`: mode ->
     `--param` texts, replacing `allennlp_tune.experiments.budget.SPACES`), and its seeds train
-    with its best setting (`allennlp_tune.experiments.budget`).
+    with its best setting (`allennlp_tune.experiments.budget`). With a `coordinator` as well
+    (in `grid_options`), workers share the trials (`budget_workers`) and then the seeds of all
+    modes, as one grid whose configs each carry their mode's best setting.
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -560,6 +562,7 @@ def run_compare(
             overrides,
             spaces,
             keep_checkpoints=grid_options.get("keep_checkpoints", False),
+            coordinator=grid_options.get("coordinator"),
         )
         mode_ext_vars = {mode: {**ext_vars, **searches[mode].setting} for mode in unique_modes}
     if sequential is not None and not grid_options.get("plan_only"):
@@ -607,7 +610,34 @@ def _seeds_of_best_settings(
     """
     Each mode's seeds with its own ext vars (its best setting), one grid per mode. A refusal
     of the grid (seeds trained with an earlier best setting, say) says which mode and setting.
+    Workers (a `coordinator` in `grid_options`) share one grid of every mode's seeds instead,
+    each config with its mode's ext vars (`run_grid`'s `config_ext_vars`).
     """
+    if grid_options.get("coordinator") is not None:
+        common = {
+            key: value
+            for key, value in mode_ext_vars[next(iter(configs))].items()
+            if all(own.get(key) == value for own in mode_ext_vars.values())
+        }
+        own = {
+            config: {key: value for key, value in mode_ext_vars[mode].items() if key not in common}
+            for mode, config in configs.items()
+        }
+        try:
+            return run_grid(
+                list(configs.values()),
+                seeds,
+                results_dir,
+                ext_vars=common,
+                overrides=overrides,
+                tool="tune-compare",
+                config_ext_vars=own,
+                **grid_options,
+            )
+        except ConfigurationError as error:
+            raise ConfigurationError(
+                f"the seeds, at each mode's best setting of its {budget} search trials: {error}"
+            ) from None
     total = GridResult()
     for mode, config in configs.items():
         try:

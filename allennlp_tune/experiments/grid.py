@@ -160,17 +160,24 @@ def _before_training(
     plan: bool,
     plan_only: bool,
     tool: str,
+    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
 ) -> Set[Path]:
     """
-    The checks before anything is written. Returns the complete runs that no longer match the
+    The checks before anything is written (each config with `ext_vars` and its own
+    `config_ext_vars`). Returns the complete runs that no longer match the
     command (`changed.find_changed_runs`), to be moved aside and trained again; raises a
     `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
     could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
     planner's table (`_plan_before_training`).
     """
-    changed, unverified = find_changed_runs(
-        configs, seeds, results_dir, ext_vars, overrides, shared_cache
-    )
+    changed, unverified = [], []
+    for config in configs:
+        own = _ext_vars_of(config, ext_vars, config_ext_vars)
+        found, unchecked = find_changed_runs(
+            [config], seeds, results_dir, own, overrides, shared_cache
+        )
+        changed.extend(found)
+        unverified.extend(unchecked)
     if changed and not retrain_changed:
         raise ConfigurationError(changed_runs_message(changed, results_dir))
     if unverified:
@@ -191,6 +198,7 @@ def _before_training(
             plan_only,
             tool,
             retrain,
+            config_ext_vars,
         )
     return retrain
 
@@ -205,6 +213,7 @@ def _plan_before_training(
     plan_only: bool,
     tool: str,
     retrain: Iterable[Path] = (),
+    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
 ) -> None:
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
     train again); raises when a cache won't fit."""
@@ -223,7 +232,10 @@ def _plan_before_training(
         ]
         if not pending:
             continue
-        run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(pending[0])}
+        run_ext_vars = {
+            **_ext_vars_of(config, ext_vars, config_ext_vars),
+            SEED_EXT_VAR: str(pending[0]),
+        }
         cache_directory = shared_cache or user_cache_directory(ext_vars)
         plans.append(
             plan_cell(
@@ -241,6 +253,15 @@ def _plan_before_training(
     problems = plan_problems(plans)
     if plan_only and problems:
         raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+
+
+def _ext_vars_of(
+    config: Path,
+    ext_vars: Optional[Dict[str, str]],
+    config_ext_vars: Optional[Dict[Path, Dict[str, str]]],
+) -> Dict[str, str]:
+    """The ext vars of `config`'s runs: the grid's, then the config's own over them."""
+    return {**(ext_vars or {}), **(config_ext_vars or {}).get(config, {})}
 
 
 def _shared_cache(results_dir: Path, ext_vars: Optional[Dict[str, str]]) -> Optional[Path]:
@@ -275,6 +296,11 @@ class _Grid:
     result: GridResult = field(default_factory=GridResult)
     # The worker's name (`workers.worker_name`) when the grid is shared, for `tune_run.json`.
     worker: Optional[str] = None
+    # Ext vars of one config's runs over `ext_vars` (`run_grid`'s `config_ext_vars`).
+    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None
+
+    def ext_vars_of(self, config: Path) -> Dict[str, str]:
+        return _ext_vars_of(config, self.ext_vars, self.config_ext_vars)
 
     def run(self, config: Path, seed: int, bar: Any, lock_fd: int) -> None:
         """Trains `config` with `seed` unless its run is kept; moves a previous attempt aside."""
@@ -287,7 +313,7 @@ class _Grid:
             return
         run_dir.parent.mkdir(parents=True, exist_ok=True)
 
-        run_ext_vars = {**(self.ext_vars or {}), SEED_EXT_VAR: str(seed)}
+        run_ext_vars = {**self.ext_vars_of(config), SEED_EXT_VAR: str(seed)}
         environment = self._environment(run_ext_vars, lock_fd)
         command = train_command(config, run_dir, self.overrides)
         info = run_record(
@@ -437,6 +463,7 @@ def run_grid(
     plan_only: bool = False,
     retrain_changed: bool = False,
     coordinator: Optional[Coordinator] = None,
+    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -461,6 +488,10 @@ def run_grid(
     `coordinator` (`workers.Coordinator`): this process is one worker of a grid shared through
     that Optuna storage; it trains the runs no other worker holds and returns once every run of
     the grid is done (`workers`). Without it, a folder that workers share is refused.
+
+    `config_ext_vars` (config -> ext vars): a config's runs get these over `ext_vars`
+    (`tune-compare --budget`: each mode's best setting, so that workers share the seeds of
+    every mode as one grid); they are part of the workers' grid identity.
     """
     from tqdm import tqdm
 
@@ -471,7 +502,7 @@ def run_grid(
     else:
         coordinator = coordinator.checked()
         jobs = [(config, seed) for seed in seeds for config in configs]
-        check_marker(results_dir, grid_identity(jobs, ext_vars, overrides))
+        check_marker(results_dir, grid_identity(jobs, ext_vars, overrides, config_ext_vars))
     # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
@@ -486,6 +517,7 @@ def run_grid(
         plan,
         plan_only,
         tool,
+        config_ext_vars,
     )
     if plan_only:
         return GridResult()
@@ -502,6 +534,7 @@ def run_grid(
         tool,
         shared_cache,
         retrain,
+        config_ext_vars=config_ext_vars,
     )
     jobs = [(config, seed) for seed in seeds for config in configs]
     if coordinator is not None:  # --- workers
@@ -530,7 +563,12 @@ def _run_as_worker(
 
     def changed(config: Path, seed: int) -> bool:
         found, _ = find_changed_runs(
-            [config], [seed], grid.results_dir, grid.ext_vars, grid.overrides, grid.shared_cache
+            [config],
+            [seed],
+            grid.results_dir,
+            grid.ext_vars_of(config),
+            grid.overrides,
+            grid.shared_cache,
         )
         return bool(found)
 
@@ -546,7 +584,7 @@ def _run_as_worker(
         coordinator,
         grid.results_dir,
         jobs,
-        grid_identity(jobs, grid.ext_vars, grid.overrides),
+        grid_identity(jobs, grid.ext_vars, grid.overrides, grid.config_ext_vars),
         train=grid.run,
         set_retrain=set_retrain,
         changed=changed if retrain_changed else None,

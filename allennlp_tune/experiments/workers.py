@@ -202,19 +202,33 @@ def run_key(config: Path, seed: int) -> str:
     return f"{config_stem(config)}/seed_{seed}"
 
 
+def _defining(ext_vars: Optional[Dict[str, str]]) -> Dict[str, str]:
+    return {
+        key: value
+        for key, value in sorted((ext_vars or {}).items())
+        if key not in PLACEMENT_EXT_VARS
+    }
+
+
 def grid_identity(
-    jobs: Sequence[Tuple[Path, int]], ext_vars: Optional[Dict[str, str]], overrides: Optional[str]
+    jobs: Sequence[Tuple[Path, int]],
+    ext_vars: Optional[Dict[str, str]],
+    overrides: Optional[str],
+    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
 ) -> Dict[str, Any]:
     """What workers of one grid must agree on: its runs, its ext vars apart from the device
-    (`PLACEMENT_EXT_VARS`), its overrides."""
-    defining = {
-        key: value for key, value in (ext_vars or {}).items() if key not in PLACEMENT_EXT_VARS
-    }
-    return {
+    (`PLACEMENT_EXT_VARS`), its overrides, and the ext vars of single configs
+    (`config_ext_vars`, keyed by config stem; left out when there are none)."""
+    identity = {
         "runs": sorted(run_key(config, seed) for config, seed in jobs),
-        "ext_vars": dict(sorted(defining.items())),
+        "ext_vars": _defining(ext_vars),
         "overrides": overrides,
     }
+    if config_ext_vars:
+        identity["config_ext_vars"] = {
+            config_stem(config): _defining(own) for config, own in sorted(config_ext_vars.items())
+        }
+    return identity
 
 
 def _differences(theirs: Dict[str, Any], ours: Dict[str, Any]) -> str:
@@ -234,6 +248,11 @@ def _differences(theirs: Dict[str, Any], ours: Dict[str, Any]) -> str:
         if their_vars.get(key) != our_vars.get(key):
             there, here = their_vars.get(key, "(unset)"), our_vars.get(key, "(unset)")
             parts.append(f"--ext-var {key}: {there} there, {here} here")
+    their_own, our_own = theirs.get("config_ext_vars", {}), ours.get("config_ext_vars", {})
+    for stem in sorted(set(their_own) | set(our_own)):
+        if their_own.get(stem) != our_own.get(stem):
+            there, here = their_own.get(stem, "(none)"), our_own.get(stem, "(none)")
+            parts.append(f"ext vars of {stem}: {there} there, {here} here")
     if theirs.get("overrides") != ours["overrides"]:
         parts.append(f"--overrides: {theirs.get('overrides')!r} there, {ours['overrides']!r} here")
     return "; ".join(parts) or "their grid differs"

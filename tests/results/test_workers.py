@@ -315,14 +315,14 @@ def test_other_grids_and_plain_grids_are_refused_on_a_workers_folder(tmp_path, c
     with pytest.raises(SystemExit):
         run_cli(add_grid_parser, [*argv, "--coordinator", "workers.db"])
     assert "--coordinator 'workers.db' is not a database URL" in capsys.readouterr().err
-    # tune-compare --sequential picks each round's runs: no fixed grid to share.
+    # tune-compare --sequential picks each round's runs: no fixed grid to share (--budget's
+    # searches and seeds are shared: test_budget_workers).
     compare = ["sick_e", "--encoder", "bert-base-uncased", "--results-dir", tmp_path / "c"]
     with pytest.raises(SystemExit):
         run_cli(add_compare_parser, [*compare, "--sequential", "--coordinator", url])
-    assert "--sequential and --coordinator do not go together" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        run_cli(add_compare_parser, [*compare, "--budget", 2, "--coordinator", url])
-    assert "--budget and --coordinator do not go together" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "--sequential and --coordinator do not go together: workers share one grid" in error
+    assert "chooses each round's seed runs from the looks after the last round" in error
 
 
 def test_two_tune_grid_commands_share_a_real_grid(tmp_path, tiny_config, tiny_ext_vars):
