@@ -38,9 +38,9 @@ else
   # - the grid / search / compare orchestration files (tune-grid, tune-search, tune-compare end
   #   to end: at least 9 of the locked lane's 35 minutes of tests on this 2-core machine, and
   #   six of the suite's ten slowest tests), and those of the workers sharing a grid, of
-  #   `--budget` (with and without workers) and of scoring on the test split (about 4 more minutes here): they drive
-  #   `allennlp train` in subprocesses or in-process through the same trainer and read its
-  #   files, the same on either stack.
+  #   `--budget` (with and without workers) and of scoring on the test split (about 6 more
+  #   minutes here): they drive `allennlp train` in subprocesses or in-process through the
+  #   same trainer and read its files, the same on either stack.
   # - the README-commands runner (tests/test_readme_commands.py): the README's commands are for
   #   `make install`'s venv, the locked one, and drive tune-compare end to end like the above.
   #   The embedders, readers, predictors, configs, commands and compat tests all run.
