@@ -14,7 +14,10 @@ Before anything is written, the planner (`allennlp_tune.planning.plan`) prints, 
 with a run to do, its train split's instances and wordpieces, the expected feature cache size
 (fe cells with a cache), peak RAM and time per epoch, and refuses the grid when a cell's cache
 would not fit its disk budget, naming the setting to change (`plan=False`: no planner;
-`plan_only`: print the plan and train nothing).
+`plan_only`: print the plan and train nothing). Its time per epoch is measured on this machine
+(`allennlp_tune.planning.calibrate`: a few training batches of each cell timed) unless
+`calibrate=False` or `TUNE_PLAN_CALIBRATE=0`; the plan ends with the estimated total of every
+pending run, and each run that finishes says how long it took against its plan.
 
 Resuming, after a crash, a kill or Ctrl-C:
 
@@ -85,7 +88,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -118,6 +121,7 @@ from allennlp_tune.experiments.workers import (
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
+    COST_NAME,
     FAILED,
     METRICS_NAME,
     OK,
@@ -160,13 +164,14 @@ def _before_training(
     plan: bool,
     plan_only: bool,
     tool: str,
-) -> Set[Path]:
+    calibrate: bool = True,
+) -> Tuple[Set[Path], Dict[str, Any]]:
     """
     The checks before anything is written. Returns the complete runs that no longer match the
     command (`changed.find_changed_runs`), to be moved aside and trained again; raises a
     `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
     could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
-    planner's table (`_plan_before_training`).
+    planner's table (`_plan_before_training`), whose plans (by config stem) are returned too.
     """
     changed, unverified = find_changed_runs(
         configs, seeds, results_dir, ext_vars, overrides, shared_cache
@@ -180,8 +185,9 @@ def _before_training(
             file=sys.stderr,
         )
     retrain = {run.run_dir for run in changed}
+    plans: Dict[str, Any] = {}
     if plan or plan_only:
-        _plan_before_training(
+        plans = _plan_before_training(
             configs,
             seeds,
             results_dir,
@@ -191,8 +197,9 @@ def _before_training(
             plan_only,
             tool,
             retrain,
+            calibrate,
         )
-    return retrain
+    return retrain, plans
 
 
 def _plan_before_training(
@@ -205,10 +212,13 @@ def _plan_before_training(
     plan_only: bool,
     tool: str,
     retrain: Iterable[Path] = (),
-) -> None:
+    calibrate: bool = True,
+) -> Dict[str, Any]:
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
-    train again); raises when a cache won't fit."""
+    train again), calibrated on this machine when `calibrate` and `TUNE_PLAN_CALIBRATE` allow;
+    raises when a cache won't fit. Returns the plans by config stem."""
     from allennlp_tune.modules.feature_cache import user_cache_directory
+    from allennlp_tune.planning.calibrate import calibrate_plans, calibration_enabled
     from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems
     from allennlp_tune.planning.render import print_plan
 
@@ -225,15 +235,18 @@ def _plan_before_training(
             continue
         run_ext_vars = {**(ext_vars or {}), SEED_EXT_VAR: str(pending[0])}
         cache_directory = shared_cache or user_cache_directory(ext_vars)
-        plans.append(
-            plan_cell(
-                config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
-            )
+        cell = plan_cell(
+            config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
         )
+        cell.pending_runs = len(pending)
+        plans.append(cell)
     if not plans:
-        return
+        return {}
     stream = sys.stdout if plan_only else sys.stderr
-    stream.write(f"{tool}: plan of the {len(plans)} cell(s) with runs to do\n")
+    if calibrate and calibration_enabled():
+        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
+        stream.flush()
+        calibrate_plans(plans)
     print_plan(plans, stream)
     message = budget_failures(plans)
     if message:
@@ -241,6 +254,7 @@ def _plan_before_training(
     problems = plan_problems(plans)
     if plan_only and problems:
         raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+    return {cell.stem: cell for cell in plans}
 
 
 def _shared_cache(results_dir: Path, ext_vars: Optional[Dict[str, str]]) -> Optional[Path]:
@@ -275,6 +289,8 @@ class _Grid:
     result: GridResult = field(default_factory=GridResult)
     # The worker's name (`workers.worker_name`) when the grid is shared, for `tune_run.json`.
     worker: Optional[str] = None
+    # The planner's `CellPlan` per config stem, for the estimate's error after each run.
+    plans: Dict[str, Any] = field(default_factory=dict)
 
     def run(self, config: Path, seed: int, bar: Any, lock_fd: int) -> None:
         """Trains `config` with `seed` unless its run is kept; moves a previous attempt aside."""
@@ -419,6 +435,13 @@ class _Grid:
             )
         if not self.keep_checkpoints:
             info["tidied"] = tidy_run_dir(run_dir)
+        cell = self.plans.get(run_dir.parent.name)
+        if cell is not None:
+            from allennlp_tune.planning.render import estimate_error
+
+            said = estimate_error(cell, read_json(run_dir / COST_NAME), info.get("duration_s"))
+            if said:
+                bar.write(f"{self.tool}: {label} {said}")
 
 
 def run_grid(
@@ -437,6 +460,7 @@ def run_grid(
     plan_only: bool = False,
     retrain_changed: bool = False,
     coordinator: Optional[Coordinator] = None,
+    calibrate: bool = True,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -451,7 +475,9 @@ def run_grid(
     prints its estimate for every config with a run to do (stderr) and refuses the grid with a
     `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
     its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
-    return an empty result.
+    return an empty result. `calibrate` (default, unless `TUNE_PLAN_CALIBRATE=0`): the plan's
+    time per epoch is measured on this machine (`allennlp_tune.planning.calibrate`); each
+    finished run then says how long it took against the plan.
 
     Before either, every complete run is checked against what the command would train now
     (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what
@@ -475,7 +501,7 @@ def run_grid(
     # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
-    retrain = _before_training(
+    retrain, plans = _before_training(
         configs,
         seeds,
         results_dir,
@@ -486,6 +512,7 @@ def run_grid(
         plan,
         plan_only,
         tool,
+        calibrate,
     )
     if plan_only:
         return GridResult()
@@ -502,6 +529,7 @@ def run_grid(
         tool,
         shared_cache,
         retrain,
+        plans=plans,
     )
     jobs = [(config, seed) for seed in seeds for config in configs]
     if coordinator is not None:  # --- workers
