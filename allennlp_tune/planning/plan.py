@@ -22,7 +22,11 @@ For every cell about to run (a config with at least one seed not complete), `pla
    epoch's cost every epoch. A block mode (`topK` / `bottomK`) is priced from ft's entry, scaled
    by its share of a fine-tuning epoch's work (`block_work_fraction`). With the config's
    `trainer.num_epochs`, `planned_run_seconds` is the whole run's time at most (early stopping
-   can end it sooner).
+   can end it sooner), and `planned_total_seconds` the sum over a command's pending runs.
+
+`run_grid` then replaces the cost model's time per epoch by one measured on this machine
+(`calibrate.calibrate_plans`; `CellPlan.time_source` says which was used), unless
+`--no-calibrate` or `TUNE_PLAN_CALIBRATE=0`; `plan_cell` itself never times anything.
 
 `run_grid` prints the plan (`render.print_plan`; stderr, or stdout with `--plan-only`, which
 then stops) and refuses the whole grid, before any run folder is written, when a cell's cache
