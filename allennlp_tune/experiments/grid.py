@@ -440,8 +440,8 @@ class _Grid:
             from allennlp_tune.planning.render import estimate_error
 
             said = estimate_error(cell, read_json(run_dir / COST_NAME), info.get("duration_s"))
-            if said:
-                bar.write(f"{self.tool}: {label} {said}")
+            if said:  # stderr, with the plan and the bar: stdout is the report's
+                bar.write(f"{self.tool}: {label} {said}", file=sys.stderr)
 
 
 def run_grid(

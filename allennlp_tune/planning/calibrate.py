@@ -170,6 +170,8 @@ def time_batches(
             loss = model(**tensors(group))["loss"]
             loss.backward()
             optimizer.step()
+            if device >= 0:  # CUDA runs asynchronously: wait for the batch's kernels
+                torch.cuda.synchronize(device)
             return time.perf_counter() - started
 
         model.train()
@@ -194,8 +196,18 @@ def time_batches(
             with torch.no_grad():
                 started = time.perf_counter()
                 model(**tensors(groups[-1]))
+                if device >= 0:
+                    torch.cuda.synchronize(device)
                 forward_seconds = time.perf_counter() - started
     return BatchTiming(train_seconds, cached_seconds, forward_seconds, batch_size, len(timed))
+
+
+def _release_accelerator_memory() -> None:
+    """Hands the timing's CUDA memory back, so the training child that follows can have it."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def calibrate_cell(
@@ -232,6 +244,7 @@ def calibrate_cell(
         return False
     finally:
         gc.collect()  # the model built for the timing
+        _release_accelerator_memory()
     train_batches = math.ceil(plan.data.instances / timing.batch_size)
     validation = plan.validation
     if validation is None and timing.forward_seconds is not None:
