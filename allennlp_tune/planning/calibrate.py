@@ -33,6 +33,7 @@ not build, its data does not read) keeps the cost model's numbers and a note say
 
 import copy
 import gc
+import json
 import math
 import os
 import tempfile
@@ -287,10 +288,30 @@ def calibrate_plans(
     cap_seconds: float = DEFAULT_CAP_SECONDS,
 ) -> None:
     """`calibrate_cell` of each plan that rendered and has no problem a run would fail on, timed
-    with `timer` (default `time_batches`)."""
+    with `timer` (default `time_batches`). A config timed before in this process (the same
+    rendered config but for its seeds: tune-compare's later rounds) is not timed again."""
+    timer = timer or time_batches
     for plan in plans:
         if plan.rendered is not None and not plan.problems:
-            calibrate_cell(plan, plan.rendered, timer or time_batches, cap_seconds=cap_seconds)
+            calibrate_cell(plan, plan.rendered, _remembered(timer), cap_seconds=cap_seconds)
+
+
+# (timer, the rendered config without its seeds) -> what it measured, for this process.
+_TIMINGS: Dict[Any, BatchTiming] = {}
+_SEED_KEYS = ("random_seed", "numpy_seed", "pytorch_seed")
+
+
+def _remembered(timer: Timer) -> Timer:
+    """`timer`, measuring each config (seeds aside) once per process."""
+
+    def remembered(rendered, cached, batches, cap_seconds):
+        unseeded = {key: value for key, value in rendered.items() if key not in _SEED_KEYS}
+        key = (timer, json.dumps(unseeded, sort_keys=True, default=str), cached, batches)
+        if key not in _TIMINGS:
+            _TIMINGS[key] = timer(rendered, cached, batches, cap_seconds)
+        return _TIMINGS[key]
+
+    return remembered
 
 
 __all__ = [

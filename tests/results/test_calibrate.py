@@ -116,7 +116,9 @@ def fake_training(command, environment, log_path):
 
 def test_the_grid_prints_the_total_and_each_run_against_its_plan(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
-    monkeypatch.setattr(calibrate, "time_batches", fixed_timer(train=1.0, forward=0.0))
+    calls = []
+    timer = fixed_timer(train=1.0, forward=0.0)
+    monkeypatch.setattr(calibrate, "time_batches", lambda *args: calls.append(1) or timer(*args))
     variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
     run_grid(
         [SST2_FT],
@@ -135,6 +137,19 @@ def test_the_grid_prints_the_total_and_each_run_against_its_plan(tmp_path, capsy
     for seed in (1, 2):
         line = f"sst2_bert_ft seed {seed} took 0:18 (training, 2 epochs), planned 0:06 (+200%"
         assert line in err
+    # A later grid of the same config (tune-compare's next round: another seed) is not timed
+    # again in this process.
+    run_grid(
+        [SST2_FT],
+        [3],
+        tmp_path / "grid",
+        variables,
+        runner=fake_training,
+        predict=None,
+        progress=False,
+    )
+    assert len(calls) == 1
+    assert "| 3 s (calibrated) |" in capsys.readouterr().err
 
 
 def test_no_calibrate_gives_the_cost_model_numbers(tmp_path, capsys, monkeypatch):
