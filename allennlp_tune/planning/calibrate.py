@@ -138,26 +138,30 @@ def time_batches(
     batch_size = batch_size_of(rendered) or 32
     with tempfile.TemporaryDirectory(prefix="tune_calibrate_") as folder:
         config = _without_user_cache(rendered, folder)
-        with quiet_loggers(*QUIET_READER_LOGGERS):
+        # The components' INFO lines (every parameter they read) are the run's log, not the plan's.
+        with quiet_loggers(*QUIET_READER_LOGGERS, "allennlp"):
             reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
             wanted = (batches + 1) * batch_size
             instances = list(itertools.islice(reader.read(config["train_data_path"]), wanted))
-        if not instances:
-            raise ValueError("the train split gave no instances")
-        vocabulary = Vocabulary.from_params(
-            Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
-        )
-        model = Model.from_params(vocab=vocabulary, params=Params(copy.deepcopy(config["model"])))
+            if not instances:
+                raise ValueError("the train split gave no instances")
+            vocabulary = Vocabulary.from_params(
+                Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
+            )
+            model = Model.from_params(
+                vocab=vocabulary, params=Params(copy.deepcopy(config["model"]))
+            )
         trainer = config.get("trainer") or {}
         device = trainer.get("cuda_device", -1)
         device = device if isinstance(device, int) and torch.cuda.is_available() else -1
         if device >= 0:
             model = model.cuda(device)
         parameters = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        optimizer = Optimizer.from_params(
-            model_parameters=parameters,
-            params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),
-        )
+        with quiet_loggers("allennlp"):
+            optimizer = Optimizer.from_params(
+                model_parameters=parameters,
+                params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),
+            )
         groups = [instances[i : i + batch_size] for i in range(0, len(instances), batch_size)]
 
         def tensors(group):
@@ -268,6 +272,7 @@ def calibrate_cell(
         plan.epoch_seconds = first
         passes = f"{timing.train_seconds:.3f} s"
     timed = f"{timing.batches} batches" if timing.batches else "the warm-up batch only"
+    timed += f", batches of {timing.batch_size}"
     forward = (
         f" + {math.ceil(validation.instances / timing.batch_size)} validation batches x "
         f"{timing.forward_seconds:.3f} s"
@@ -276,7 +281,7 @@ def calibrate_cell(
     )
     plan.time_source = "calibrated"
     plan.notes.append(
-        f"time calibrated on this machine ({timed} of {timing.batch_size}): {train_batches} "
+        f"time calibrated on this machine ({timed}): {train_batches} "
         f"train batches x {passes} per batch{forward}"
     )
     return True
