@@ -243,12 +243,14 @@ def _plan_before_training(
     if not plans:
         return {}
     stream = sys.stdout if plan_only else sys.stderr
-    if calibrate and calibration_enabled():
+    message = budget_failures(plans)
+    # A grid refused for its caches is not worth the timing.
+    if calibrate and calibration_enabled() and not message:
         stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
         stream.flush()
         calibrate_plans(plans)
+    stream.write(f"{tool}: plan of the {len(plans)} cell(s) with runs to do\n")
     print_plan(plans, stream)
-    message = budget_failures(plans)
     if message:
         raise ConfigurationError(f"nothing was trained: {message}")
     problems = plan_problems(plans)
@@ -476,8 +478,8 @@ def run_grid(
     `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
     its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
     return an empty result. `calibrate` (default, unless `TUNE_PLAN_CALIBRATE=0`): the plan's
-    time per epoch is measured on this machine (`allennlp_tune.planning.calibrate`); each
-    finished run then says how long it took against the plan.
+    time per epoch is measured on this machine (`allennlp_tune.planning.calibrate`). With a
+    plan, each finished run says how long it took against it (stderr).
 
     Before either, every complete run is checked against what the command would train now
     (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what

@@ -130,6 +130,7 @@ def test_the_grid_prints_the_total_and_each_run_against_its_plan(tmp_path, capsy
         progress=False,
     )
     err = capsys.readouterr().err
+    assert "tune-grid: plan of the 1 cell(s) with runs to do" in err
     # 12 instances in batches of 4: 3 s per epoch, 9 s per run of 3 epochs, two seeds.
     assert "| 3 s (calibrated) | 9 s (3 epochs) |" in err
     assert "Estimated total: 18 s at most for 2 run(s) (time from calibrated;" in err
