@@ -7,6 +7,9 @@ from allennlp_tune.data.paths import data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The planner's calibration (timing a few batches of every cell before tune-grid and
+# tune-compare train) is off in the tests; tests/results/test_calibrate.py turns it on.
+os.environ.setdefault("TUNE_PLAN_CALIBRATE", "0")
 
 
 @pytest.fixture(scope="session")

@@ -166,6 +166,13 @@ def add_run_arguments(subparser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the planner's estimate per cell and exit without training",
     )
+    subparser.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="take the plan's time per epoch from the built-in cost model instead of timing a "
+        "few training batches of each cell on this machine first (a few seconds per cell; "
+        "TUNE_PLAN_CALIBRATE=0 does the same)",
+    )
     add_worker_arguments(subparser)
 
 
@@ -224,6 +231,7 @@ def grid_options(args: argparse.Namespace, ext_vars: Dict[str, str]) -> Dict[str
         "progress": not args.no_progress,
         "plan": not args.no_plan,
         "plan_only": args.plan_only,
+        "calibrate": not getattr(args, "no_calibrate", False),
         "retrain_changed": args.retrain_changed,
         "coordinator": coordinator_option(args),
     }

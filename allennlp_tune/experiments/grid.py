@@ -14,7 +14,10 @@ Before anything is written, the planner (`allennlp_tune.planning.plan`) prints, 
 with a run to do, its train split's instances and wordpieces, the expected feature cache size
 (fe cells with a cache), peak RAM and time per epoch, and refuses the grid when a cell's cache
 would not fit its disk budget, naming the setting to change (`plan=False`: no planner;
-`plan_only`: print the plan and train nothing).
+`plan_only`: print the plan and train nothing). Its time per epoch is measured on this machine
+(`allennlp_tune.planning.calibrate`: a few training batches of each cell timed) unless
+`calibrate=False` or `TUNE_PLAN_CALIBRATE=0`; the plan ends with the estimated total of every
+pending run, and each run that finishes says how long it took against its plan.
 
 Resuming, after a crash, a kill or Ctrl-C:
 
@@ -85,7 +88,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -118,6 +121,7 @@ from allennlp_tune.experiments.workers import (
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
+    COST_NAME,
     FAILED,
     METRICS_NAME,
     OK,
@@ -161,14 +165,15 @@ def _before_training(
     plan_only: bool,
     tool: str,
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
-) -> Set[Path]:
+    calibrate: bool = True,
+) -> Tuple[Set[Path], Dict[str, Any]]:
     """
     The checks before anything is written (each config with `ext_vars` and its own
     `config_ext_vars`). Returns the complete runs that no longer match the
     command (`changed.find_changed_runs`), to be moved aside and trained again; raises a
     `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
     could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
-    planner's table (`_plan_before_training`).
+    planner's table (`_plan_before_training`), whose plans (by config stem) are returned too.
     """
     changed, unverified = [], []
     for config in configs:
@@ -187,8 +192,9 @@ def _before_training(
             file=sys.stderr,
         )
     retrain = {run.run_dir for run in changed}
+    plans: Dict[str, Any] = {}
     if plan or plan_only:
-        _plan_before_training(
+        plans = _plan_before_training(
             configs,
             seeds,
             results_dir,
@@ -199,8 +205,9 @@ def _before_training(
             tool,
             retrain,
             config_ext_vars,
+            calibrate,
         )
-    return retrain
+    return retrain, plans
 
 
 def _plan_before_training(
@@ -214,10 +221,13 @@ def _plan_before_training(
     tool: str,
     retrain: Iterable[Path] = (),
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
-) -> None:
+    calibrate: bool = True,
+) -> Dict[str, Any]:
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
-    train again); raises when a cache won't fit."""
+    train again), calibrated on this machine when `calibrate` and `TUNE_PLAN_CALIBRATE` allow;
+    raises when a cache won't fit. Returns the plans by config stem."""
     from allennlp_tune.modules.feature_cache import user_cache_directory
+    from allennlp_tune.planning.calibrate import calibrate_plans, calibration_enabled
     from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems
     from allennlp_tune.planning.render import print_plan
 
@@ -237,22 +247,28 @@ def _plan_before_training(
             SEED_EXT_VAR: str(pending[0]),
         }
         cache_directory = shared_cache or user_cache_directory(ext_vars)
-        plans.append(
-            plan_cell(
-                config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
-            )
+        cell = plan_cell(
+            config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
         )
+        cell.pending_runs = len(pending)
+        plans.append(cell)
     if not plans:
-        return
+        return {}
     stream = sys.stdout if plan_only else sys.stderr
+    message = budget_failures(plans)
+    # A grid refused for its caches is not worth the timing.
+    if calibrate and calibration_enabled() and not message:
+        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
+        stream.flush()
+        calibrate_plans(plans)
     stream.write(f"{tool}: plan of the {len(plans)} cell(s) with runs to do\n")
     print_plan(plans, stream)
-    message = budget_failures(plans)
     if message:
         raise ConfigurationError(f"nothing was trained: {message}")
     problems = plan_problems(plans)
     if plan_only and problems:
         raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+    return {cell.stem: cell for cell in plans}
 
 
 def _ext_vars_of(
@@ -296,6 +312,8 @@ class _Grid:
     result: GridResult = field(default_factory=GridResult)
     # The worker's name (`workers.worker_name`) when the grid is shared, for `tune_run.json`.
     worker: Optional[str] = None
+    # The planner's `CellPlan` per config stem, for the estimate's error after each run.
+    plans: Dict[str, Any] = field(default_factory=dict)
     # Ext vars of one config's runs over `ext_vars` (`run_grid`'s `config_ext_vars`).
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None
 
@@ -445,6 +463,13 @@ class _Grid:
             )
         if not self.keep_checkpoints:
             info["tidied"] = tidy_run_dir(run_dir)
+        cell = self.plans.get(run_dir.parent.name)
+        if cell is not None:
+            from allennlp_tune.planning.render import estimate_error
+
+            said = estimate_error(cell, read_json(run_dir / COST_NAME), info.get("duration_s"))
+            if said:  # stderr, with the plan and the bar: stdout is the report's
+                bar.write(f"{self.tool}: {label} {said}", file=sys.stderr)
 
 
 def run_grid(
@@ -464,6 +489,7 @@ def run_grid(
     retrain_changed: bool = False,
     coordinator: Optional[Coordinator] = None,
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
+    calibrate: bool = True,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -478,7 +504,9 @@ def run_grid(
     prints its estimate for every config with a run to do (stderr) and refuses the grid with a
     `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
     its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
-    return an empty result.
+    return an empty result. `calibrate` (default, unless `TUNE_PLAN_CALIBRATE=0`): the plan's
+    time per epoch is measured on this machine (`allennlp_tune.planning.calibrate`). With a
+    plan, each finished run says how long it took against it (stderr).
 
     Before either, every complete run is checked against what the command would train now
     (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what
@@ -506,7 +534,7 @@ def run_grid(
     # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
-    retrain = _before_training(
+    retrain, plans = _before_training(
         configs,
         seeds,
         results_dir,
@@ -518,6 +546,7 @@ def run_grid(
         plan_only,
         tool,
         config_ext_vars,
+        calibrate,
     )
     if plan_only:
         return GridResult()
@@ -535,6 +564,7 @@ def run_grid(
         shared_cache,
         retrain,
         config_ext_vars=config_ext_vars,
+        plans=plans,
     )
     jobs = [(config, seed) for seed in seeds for config in configs]
     if coordinator is not None:  # --- workers

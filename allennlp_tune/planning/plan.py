@@ -22,7 +22,11 @@ For every cell about to run (a config with at least one seed not complete), `pla
    epoch's cost every epoch. A block mode (`topK` / `bottomK`) is priced from ft's entry, scaled
    by its share of a fine-tuning epoch's work (`block_work_fraction`). With the config's
    `trainer.num_epochs`, `planned_run_seconds` is the whole run's time at most (early stopping
-   can end it sooner).
+   can end it sooner), and `planned_total_seconds` the sum over a command's pending runs.
+
+`run_grid` then replaces the cost model's time per epoch by one measured on this machine
+(`calibrate.calibrate_plans`; `CellPlan.time_source` says which was used), unless
+`--no-calibrate` or `TUNE_PLAN_CALIBRATE=0`; `plan_cell` itself never times anything.
 
 `run_grid` prints the plan (`render.print_plan`; stderr, or stdout with `--plan-only`, which
 then stops) and refuses the whole grid, before any run folder is written, when a cell's cache
@@ -76,6 +80,13 @@ class CellPlan:
     first_epoch_seconds: Optional[float] = None  # a cached fe cell's first epoch
     epochs: Optional[int] = None  # the config's trainer.num_epochs
     peak_rss_mb: Optional[float] = None
+    # Where the times came from: "cost model", or "calibrated" (measured on this machine,
+    # `calibrate.calibrate_cell`).
+    time_source: str = "cost model"
+    # The runs of this cell still to do (its pending seeds), for the command's total.
+    pending_runs: int = 1
+    # The config as rendered for the run (None where it did not render), for the calibration.
+    rendered: Optional[Dict[str, Any]] = field(default=None, repr=False)
     notes: List[str] = field(default_factory=list)
     # The notes that mean a run of this cell cannot train (no config, encoder or train data).
     problems: List[str] = field(default_factory=list)
@@ -135,6 +146,7 @@ def plan_cell(
     except Exception as error:  # Jsonnet's RuntimeError, a bad override
         plan.problem(f"does not render: {str(error).strip().splitlines()[0][:200]}")
         return plan
+    plan.rendered = rendered
 
     model_config = rendered.get("model")
     if isinstance(model_config, dict) and isinstance(model_config.get("type"), str):
@@ -325,6 +337,18 @@ def planned_run_seconds(plan: CellPlan) -> Optional[float]:
     return plan.first_epoch_seconds + (plan.epochs - 1) * plan.epoch_seconds
 
 
+def planned_total_seconds(plans: Sequence[CellPlan]) -> Optional[float]:
+    """The planned seconds of every pending run of `plans` at most (`planned_run_seconds` x
+    `pending_runs`, summed over the cells with an estimate), None when no cell has one."""
+    known = [
+        (seconds, plan.pending_runs)
+        for plan in plans
+        for seconds in [planned_run_seconds(plan)]
+        if seconds is not None
+    ]
+    return sum(seconds * runs for seconds, runs in known) if known else None
+
+
 def plan_grid(
     configs: Sequence[Path],
     ext_vars: Optional[Mapping[str, str]] = None,
@@ -364,5 +388,6 @@ __all__ = [
     "plan_grid",
     "plan_problems",
     "planned_run_seconds",
+    "planned_total_seconds",
     "render_config",
 ]

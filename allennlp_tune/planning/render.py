@@ -1,9 +1,10 @@
 """
 The plan as text: a Markdown table with a row per cell (instances, wordpieces, encoder size,
-feature cache, peak RAM, time per epoch, the whole run at most), then per cell how the counts and
-the cache size were reached, which cost-model entry the estimates come from, its notes and its
-budget problem, and a footer saying what the estimates are. tune-grid and tune-compare print it
-before anything trains.
+feature cache, peak RAM, time per epoch, marked "(calibrated)" when measured on this machine, the
+whole run at most), then per cell how the counts and the cache size were reached, which cost-model
+entry the estimates come from, its notes and its budget problem, a footer saying what the
+estimates are, and the estimated total of every pending run (`total_line`). tune-grid and
+tune-compare print it before anything trains.
 """
 
 import sys
@@ -11,7 +12,7 @@ from typing import List, Optional, Sequence, TextIO
 
 from allennlp_tune.planning.cost_model import COST_MODEL
 from allennlp_tune.planning.data_count import DataCount
-from allennlp_tune.planning.plan import CellPlan, planned_run_seconds
+from allennlp_tune.planning.plan import CellPlan, planned_run_seconds, planned_total_seconds
 
 
 def _size(num_bytes: Optional[float]) -> str:
@@ -61,6 +62,8 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         epoch_text = _duration(plan.epoch_seconds)
         if plan.first_epoch_seconds is not None and plan.epoch_seconds is not None:
             epoch_text = f"{_duration(plan.first_epoch_seconds)} first, then {epoch_text}"
+        if plan.time_source != "cost model" and plan.epoch_seconds is not None:
+            epoch_text += f" ({plan.time_source})"
         total = planned_run_seconds(plan)
         total_text = "n/a" if total is None else f"{_duration(total)} ({plan.epochs} epochs)"
         lines.append(
@@ -87,7 +90,9 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
                 f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
                 f"{plan.cache_directory}"
             )
-        if plan.cost_key is not None:
+        if plan.cost_key is not None and plan.time_source == "calibrated":
+            details.append(f"{plan.stem}: RAM from COST_MODEL[{plan.cost_key!r}]")
+        elif plan.cost_key is not None:
             details.append(f"{plan.stem}: time and RAM from COST_MODEL[{plan.cost_key!r}]")
         for note in plan.notes:
             details.append(f"{plan.stem}: {note}")
@@ -97,9 +102,29 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
     footer = (
         "Peak RAM and time per epoch: 2-core CPU cost model fitted on MiniLM runs "
         "(allennlp_tune/planning/cost_model.py; modes with measurements: "
-        f"{', '.join(modes) or 'none'}); n/a where no measurement exists."
+        f'{", ".join(modes) or "none"}); n/a where no measurement exists. Time "calibrated": '
+        "a few training batches of the cell timed on this machine, scaled to its counted "
+        "instances (allennlp_tune/planning/calibrate.py)."
     )
-    return "\n".join(lines + [""] + details + ([""] if details else []) + [footer]) + "\n"
+    return (
+        "\n".join(lines + [""] + details + ([""] if details else []) + [footer, total_line(plans)])
+        + "\n"
+    )
+
+
+def total_line(plans: Sequence[CellPlan]) -> str:
+    """The estimated total of every pending run (`planned_total_seconds`), saying which cells
+    it leaves out for want of an estimate."""
+    runs = sum(plan.pending_runs for plan in plans)
+    total = planned_total_seconds(plans)
+    unknown = [plan.stem for plan in plans if planned_run_seconds(plan) is None]
+    left_out = f"; without {', '.join(unknown)} (no estimate)" if unknown else ""
+    sources = sorted({plan.time_source for plan in plans if planned_run_seconds(plan)})
+    return (
+        f"Estimated total: {_duration(total)} at most for {runs} run(s) "
+        f"(time from {' and '.join(sources) or 'nothing'}; early stopping can end runs "
+        f"sooner){left_out}."
+    )
 
 
 def print_plan(plans: Sequence[CellPlan], stream: Optional[TextIO] = None) -> None:
@@ -109,4 +134,48 @@ def print_plan(plans: Sequence[CellPlan], stream: Optional[TextIO] = None) -> No
     stream.flush()
 
 
-__all__ = ["print_plan", "render_plan"]
+def _clock(seconds: float) -> str:
+    """Seconds as m:ss, or h:mm:ss from an hour."""
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def estimate_error(
+    plan: CellPlan, cost: Optional[dict], wall_seconds: Optional[float]
+) -> Optional[str]:
+    """
+    The plan's error on a finished run, as "took 4:10 (3 epochs), planned 3:40 (+14%,
+    calibrated)": the run's training time (the sum of its `cost.json` `epoch_seconds`, else
+    `mean_epoch_seconds` x `epochs`, else the run's wall time) against the plan for the epochs
+    it ran (early stopping can end it before `trainer.num_epochs`). None where the plan had no
+    time per epoch.
+    """
+    if plan.epoch_seconds is None:
+        return None
+    cost = cost if isinstance(cost, dict) else {}
+    epoch_seconds = cost.get("epoch_seconds")
+    epochs = cost.get("epochs")
+    measured = None
+    if isinstance(epoch_seconds, list) and epoch_seconds:
+        measured = float(sum(epoch_seconds))
+        epochs = len(epoch_seconds)
+    elif isinstance(cost.get("mean_epoch_seconds"), (int, float)) and isinstance(epochs, int):
+        measured = float(cost["mean_epoch_seconds"]) * epochs
+    what = "training"
+    if measured is None or not isinstance(epochs, int) or epochs <= 0:
+        if wall_seconds is None or plan.epochs is None:
+            return None
+        measured, epochs, what = wall_seconds, plan.epochs, "run, wall time"
+    planned = plan.epoch_seconds * epochs
+    if plan.first_epoch_seconds is not None:
+        planned = plan.first_epoch_seconds + plan.epoch_seconds * (epochs - 1)
+    error = f"{100 * (measured - planned) / planned:+.0f}%" if planned > 0 else "n/a"
+    return (
+        f"took {_clock(measured)} ({what}, {epochs} epochs), planned {_clock(planned)} "
+        f"({error}, {plan.time_source})"
+    )
+
+
+__all__ = ["estimate_error", "print_plan", "render_plan", "total_line"]

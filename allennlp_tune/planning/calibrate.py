@@ -1,0 +1,329 @@
+"""
+Calibration: the plan's time per epoch measured on this machine instead of read from the cost
+model, which was fitted on one 2-core machine and can be off by a factor on another.
+
+For a cell whose train data the planner counted, `calibrate_cell` builds the cell's model from
+its rendered config (`Model.from_params`, with a vocabulary from the instances it reads), reads
+the first few batches of the train split with the config's own reader and batch size, and times
+what the trainer does per batch: forward, backward and the config's optimizer step
+(`time_batches`). One warm-up batch is not timed (lazy allocations, the tokenizer's first call),
+then up to `batches` batches are timed, within `cap_seconds` of wall time in all. The epoch's
+estimate is
+
+    seconds per batch x ceil(train instances / batch size)
+    + forward seconds per batch x ceil(validation instances / batch size)
+
+(validation counted with the config's reader when it has a `validation_data_path`; its batches
+are timed forward-only under `no_grad`, as the trainer validates).
+
+A cell with a feature cache (fe, or a `topK` block that caches its frozen layers) is built with
+its cache in a temporary folder, so nothing the user's runs read is written: the timed batches'
+first pass runs the encoder and stores the features (the first epoch's cost), a second pass over
+the same batches reads them back (every later epoch's cost). An fe cell without a cache pays the
+first pass every epoch. A stack-then-finetune (`sf`) cell is not calibrated: its epochs change
+cost when its encoder is unfrozen, and the model as built is the frozen phase alone; it keeps the
+cost model's numbers, with a note. Cells that differ only by seed are one cell (the planner plans
+the first pending seed of each config).
+
+Calibration is on by default before tune-grid and tune-compare train; `--no-calibrate` or
+`TUNE_PLAN_CALIBRATE=0` in the environment gives the cost model's numbers alone (the test suite
+sets it, so the grid tests do not time models). A cell whose calibration fails (its model does
+not build, its data does not read) keeps the cost model's numbers and a note saying why.
+"""
+
+import copy
+import gc
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from allennlp_tune.planning.data_count import validation_count
+from allennlp_tune.planning.encoder_size import find_embedder
+from allennlp_tune.planning.plan import CellPlan
+
+# The environment variable that turns calibration off ("0", "false", "no").
+CALIBRATE_ENV = "TUNE_PLAN_CALIBRATE"
+# Wall seconds one cell's calibration may take (its warm-up batch excluded), and its batches.
+DEFAULT_CAP_SECONDS = 20.0
+DEFAULT_BATCHES = 3
+
+
+def calibration_enabled(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the environment leaves calibration on (`TUNE_PLAN_CALIBRATE` unset or true)."""
+    value = environ.get(CALIBRATE_ENV, "").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
+@dataclass
+class BatchTiming:
+    """
+    Seconds per batch measured on this machine (`time_batches`).
+
+    # Parameters
+
+    train_seconds : `float`
+        One training batch: forward, backward and optimizer step (a cached cell: the first
+        pass, which runs the encoder and stores the features).
+    cached_seconds : `Optional[float]`
+        A cached cell's training batch read from its cache (the epochs after the first).
+    forward_seconds : `Optional[float]`
+        One validation batch: forward only, without gradients.
+    batch_size : `int`
+        Instances per batch (the config's).
+    batches : `int`
+        How many batches were timed per pass (0: only the warm-up batch, which was then used).
+    """
+
+    train_seconds: float
+    cached_seconds: Optional[float]
+    forward_seconds: Optional[float]
+    batch_size: int
+    batches: int
+
+
+# What `calibrate_cell` calls to time a cell: (rendered config, cached?, batches, cap) -> timing.
+Timer = Callable[[Dict[str, Any], bool, int, float], BatchTiming]
+
+
+def batch_size_of(rendered: Mapping[str, Any]) -> Optional[int]:
+    """The config's training batch size: `data_loader.batch_size` or its batch sampler's."""
+    loader = rendered.get("data_loader")
+    if not isinstance(loader, dict):
+        return None
+    for value in (loader.get("batch_size"), (loader.get("batch_sampler") or {}).get("batch_size")):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _without_user_cache(rendered: Dict[str, Any], directory: str) -> Dict[str, Any]:
+    """A copy of the config whose feature cache, if any, lives in `directory`."""
+    rendered = copy.deepcopy(rendered)
+    embedder = find_embedder(rendered.get("model"))
+    if embedder is not None and isinstance(embedder.get("feature_cache"), dict):
+        embedder["feature_cache"]["directory"] = directory
+        for budget in ("disk_mb", "min_free_mb"):  # a few entries: no budget to keep
+            embedder["feature_cache"].pop(budget, None)
+    return rendered
+
+
+def time_batches(
+    rendered: Dict[str, Any],
+    cached: bool,
+    batches: int = DEFAULT_BATCHES,
+    cap_seconds: float = DEFAULT_CAP_SECONDS,
+) -> BatchTiming:
+    """
+    Builds the config's model and times `batches` training batches after one warm-up batch
+    (module docstring), within `cap_seconds`; then, for a `cached` cell, the same batches again
+    (read from the cache), and the forward pass alone. Raises when the model or data cannot be
+    built: `calibrate_cell` turns that into a note.
+    """
+    import itertools
+
+    import torch
+    from allennlp.common import Params
+    from allennlp.data import Batch, DatasetReader, Vocabulary
+    from allennlp.models import Model
+    from allennlp.nn import util as nn_util
+    from allennlp.training.optimizers import Optimizer
+
+    import allennlp_tune  # noqa: F401  (registers the plugin's components)
+    from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
+
+    batch_size = batch_size_of(rendered) or 32
+    with tempfile.TemporaryDirectory(prefix="tune_calibrate_") as folder:
+        config = _without_user_cache(rendered, folder)
+        # The components' INFO lines (every parameter they read) are the run's log, not the plan's.
+        with quiet_loggers(*QUIET_READER_LOGGERS, "allennlp"):
+            reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
+            wanted = (batches + 1) * batch_size
+            instances = list(itertools.islice(reader.read(config["train_data_path"]), wanted))
+            if not instances:
+                raise ValueError("the train split gave no instances")
+            vocabulary = Vocabulary.from_params(
+                Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
+            )
+            model = Model.from_params(
+                vocab=vocabulary, params=Params(copy.deepcopy(config["model"]))
+            )
+        trainer = config.get("trainer") or {}
+        device = trainer.get("cuda_device", -1)
+        device = device if isinstance(device, int) and torch.cuda.is_available() else -1
+        if device >= 0:
+            model = model.cuda(device)
+        parameters = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        with quiet_loggers("allennlp"):
+            optimizer = Optimizer.from_params(
+                model_parameters=parameters,
+                params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),
+            )
+        groups = [instances[i : i + batch_size] for i in range(0, len(instances), batch_size)]
+
+        def tensors(group):
+            batch = Batch(group)
+            batch.index_instances(vocabulary)
+            return nn_util.move_to_device(batch.as_tensor_dict(), device)
+
+        def step(group) -> float:
+            started = time.perf_counter()
+            optimizer.zero_grad()
+            loss = model(**tensors(group))["loss"]
+            loss.backward()
+            optimizer.step()
+            if device >= 0:  # CUDA runs asynchronously: wait for the batch's kernels
+                torch.cuda.synchronize(device)
+            return time.perf_counter() - started
+
+        model.train()
+        warm_up = step(groups[0])
+        deadline = time.perf_counter() + cap_seconds
+        timed: List[float] = []
+        # Train data of one batch: that batch again (not for a cached cell, whose features the
+        # warm-up stored: its first pass would read them).
+        to_time = groups[1:] or ([] if cached else groups[:1] * batches)
+        for group in to_time:
+            if time.perf_counter() > deadline:
+                break
+            timed.append(step(group))
+        train_seconds = sum(timed) / len(timed) if timed else warm_up
+        cached_seconds = None
+        if cached:
+            again = [step(group) for group in to_time[: len(timed)]] or [step(groups[0])]
+            cached_seconds = sum(again) / len(again)
+        forward_seconds = None
+        if time.perf_counter() <= deadline:
+            model.eval()
+            with torch.no_grad():
+                started = time.perf_counter()
+                model(**tensors(groups[-1]))
+                if device >= 0:
+                    torch.cuda.synchronize(device)
+                forward_seconds = time.perf_counter() - started
+    return BatchTiming(train_seconds, cached_seconds, forward_seconds, batch_size, len(timed))
+
+
+def _release_accelerator_memory() -> None:
+    """Hands the timing's CUDA memory back, so the training child that follows can have it."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def calibrate_cell(
+    plan: CellPlan,
+    rendered: Dict[str, Any],
+    timer: Timer = time_batches,
+    batches: int = DEFAULT_BATCHES,
+    cap_seconds: float = DEFAULT_CAP_SECONDS,
+) -> bool:
+    """
+    Replaces `plan`'s time per epoch (and a cached cell's first epoch) by the one measured on
+    this machine (module docstring) and sets `plan.time_source` to "calibrated"; returns whether
+    it did. A cell it cannot time keeps the cost model's numbers, with a note saying why.
+    """
+    if plan.data is None or plan.data.instances <= 0:
+        plan.notes.append(
+            "not calibrated: its train data was not counted; time from the cost model"
+        )
+        return False
+    if plan.mode == "sf":
+        plan.notes.append(
+            "not calibrated: sf's frozen and fine-tuning epochs differ in cost and the model as "
+            "built is the frozen phase; time from the cost model"
+        )
+        return False
+    cached = plan.cache_config is not None
+    try:
+        timing = timer(rendered, cached, batches, cap_seconds)
+    except Exception as error:  # a model that does not build, data that does not read
+        text = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+        plan.notes.append(
+            f"not calibrated ({type(error).__name__}: {text}); time from the cost model"
+        )
+        return False
+    finally:
+        gc.collect()  # the model built for the timing
+        _release_accelerator_memory()
+    train_batches = math.ceil(plan.data.instances / timing.batch_size)
+    validation = plan.validation
+    if validation is None and timing.forward_seconds is not None:
+        validation = validation_count(rendered, rendered.get("dataset_reader"), [])
+    validation_seconds = 0.0
+    if validation is not None and timing.forward_seconds is not None:
+        validation_seconds = math.ceil(validation.instances / timing.batch_size) * (
+            timing.forward_seconds
+        )
+    first = train_batches * timing.train_seconds + validation_seconds
+    if cached and timing.cached_seconds is not None:
+        plan.first_epoch_seconds = first
+        plan.epoch_seconds = train_batches * timing.cached_seconds + validation_seconds
+        passes = (
+            f"{timing.train_seconds:.3f} s (first epoch, features stored), "
+            f"{timing.cached_seconds:.3f} s (later, read from the cache)"
+        )
+    else:
+        plan.first_epoch_seconds = None
+        plan.epoch_seconds = first
+        passes = f"{timing.train_seconds:.3f} s"
+    timed = f"{timing.batches} batches" if timing.batches else "the warm-up batch only"
+    timed += f", batches of {timing.batch_size}"
+    forward = (
+        f" + {math.ceil(validation.instances / timing.batch_size)} validation batches x "
+        f"{timing.forward_seconds:.3f} s"
+        if validation is not None and timing.forward_seconds is not None
+        else ""
+    )
+    plan.time_source = "calibrated"
+    plan.notes.append(
+        f"time calibrated on this machine ({timed}): {train_batches} "
+        f"train batches x {passes} per batch{forward}"
+    )
+    return True
+
+
+def calibrate_plans(
+    plans: List[CellPlan],
+    timer: Optional[Timer] = None,
+    cap_seconds: float = DEFAULT_CAP_SECONDS,
+) -> None:
+    """`calibrate_cell` of each plan that rendered and has no problem a run would fail on, timed
+    with `timer` (default `time_batches`). A config timed before in this process (the same
+    rendered config but for its seeds: tune-compare's later rounds) is not timed again."""
+    timer = timer or time_batches
+    for plan in plans:
+        if plan.rendered is not None and not plan.problems:
+            calibrate_cell(plan, plan.rendered, _remembered(timer), cap_seconds=cap_seconds)
+
+
+# (timer, the rendered config without its seeds) -> what it measured, for this process.
+_TIMINGS: Dict[Any, BatchTiming] = {}
+_SEED_KEYS = ("random_seed", "numpy_seed", "pytorch_seed")
+
+
+def _remembered(timer: Timer) -> Timer:
+    """`timer`, measuring each config (seeds aside) once per process."""
+
+    def remembered(rendered, cached, batches, cap_seconds):
+        unseeded = {key: value for key, value in rendered.items() if key not in _SEED_KEYS}
+        key = (timer, json.dumps(unseeded, sort_keys=True, default=str), cached, batches)
+        if key not in _TIMINGS:
+            _TIMINGS[key] = timer(rendered, cached, batches, cap_seconds)
+        return _TIMINGS[key]
+
+    return remembered
+
+
+__all__ = [
+    "BatchTiming",
+    "CALIBRATE_ENV",
+    "calibrate_cell",
+    "calibrate_plans",
+    "calibration_enabled",
+    "time_batches",
+]

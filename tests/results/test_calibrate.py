@@ -1,0 +1,185 @@
+"""The planner's calibration: the time per epoch measured on this machine, the command's total,
+and each finished run's time against its plan."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune.experiments.grid import run_grid
+from allennlp_tune.planning import calibrate, render
+from allennlp_tune.planning.calibrate import BatchTiming, calibrate_cell
+from allennlp_tune.planning.plan import plan_cell, planned_run_seconds, render_config
+
+SST2_FE = REPO_ROOT / "training_config" / "sst2_bert_fe.jsonnet"
+SST2_FT = REPO_ROOT / "training_config" / "sst2_bert_ft.jsonnet"
+VARIABLES = {
+    "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
+    "TUNE_BERT_MODEL": str(FIXTURE_MODELS_DIR / "bert-uncased"),
+    "TUNE_FEATURE_CACHE": "true",
+    "TUNE_EPOCHS": "3",
+    "TUNE_SEED": "1",
+}
+
+
+def fixed_timer(train=0.5, cached=None, forward=0.1, batch_size=4):
+    """A timer that measures nothing: the same seconds per batch every time."""
+
+    def timer(rendered, is_cached, batches, cap_seconds):
+        return BatchTiming(train, cached if is_cached else None, forward, batch_size, batches)
+
+    return timer
+
+
+def test_ft_and_fe_cells_are_timed_on_this_machine(tmp_path):
+    """The fixture encoder's real model and batches: a positive time per epoch, "calibrated",
+    and a cached fe cell's first epoch apart; nothing is written to the user's cache folder."""
+    cells = []
+    for config in (SST2_FT, SST2_FE):
+        cell = plan_cell(config, VARIABLES, cache_directory=tmp_path / "cache")
+        model_seconds = cell.epoch_seconds
+        assert calibrate_cell(cell, cell.rendered, batches=1, cap_seconds=5.0)
+        assert cell.time_source == "calibrated" and cell.epoch_seconds > 0
+        assert cell.epoch_seconds != model_seconds
+        assert any(note.startswith("time calibrated on this machine") for note in cell.notes)
+        cells.append(cell)
+    ft, fe = cells
+    assert ft.first_epoch_seconds is None
+    assert fe.first_epoch_seconds > 0 and "read from the cache" in fe.notes[-1]
+    assert not (tmp_path / "cache").exists()
+    table = render.render_plan(cells)
+    for cell in cells:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {cell.stem} |"))
+        assert "(calibrated)" in row
+    assert f"RAM from COST_MODEL[{ft.cost_key!r}]" in table
+
+
+def test_a_model_that_does_not_build_keeps_the_cost_model_with_a_note():
+    cell = plan_cell(SST2_FT, VARIABLES, overrides=json.dumps({"model.type": "no_such_head"}))
+    before = (cell.epoch_seconds, cell.first_epoch_seconds)
+    assert before[0] is not None  # priced from ft's entry
+    assert not calibrate_cell(cell, cell.rendered)
+    assert (cell.epoch_seconds, cell.first_epoch_seconds) == before
+    assert cell.time_source == "cost model"
+    assert any(
+        note.startswith("not calibrated (ConfigurationError") and "cost model" in note
+        for note in cell.notes
+    )
+    assert "(calibrated)" not in render.render_plan([cell])
+
+
+def test_the_epoch_scales_with_the_counted_instances():
+    """One measured batch, scaled: train batches x seconds + validation batches x forward."""
+    cell = plan_cell(SST2_FT, VARIABLES)
+    assert calibrate_cell(cell, cell.rendered, fixed_timer())
+    instances = cell.data.instances  # 12 fixture sentences: 3 batches of 4
+    doubled = plan_cell(SST2_FT, VARIABLES)
+    doubled.data = dataclasses.replace(doubled.data, instances=2 * instances)
+    assert calibrate_cell(doubled, doubled.rendered, fixed_timer())
+    # The validation batches are the same; the train batches double, 0.5 s each.
+    extra = (-(-2 * instances // 4) - -(-instances // 4)) * 0.5
+    assert doubled.epoch_seconds - cell.epoch_seconds == pytest.approx(extra)
+    assert 1.5 < doubled.epoch_seconds / cell.epoch_seconds < 2.5
+    # A cached cell: the first pass for the first epoch, the cached pass for the later ones.
+    fe = plan_cell(SST2_FE, VARIABLES)
+    assert calibrate_cell(fe, fe.rendered, fixed_timer(train=0.5, cached=0.2))
+    assert fe.first_epoch_seconds - fe.epoch_seconds == pytest.approx(3 * (0.5 - 0.2))
+    assert planned_run_seconds(fe) == pytest.approx(fe.first_epoch_seconds + 2 * fe.epoch_seconds)
+
+
+def test_the_estimate_error_after_a_run():
+    cell = plan_cell(SST2_FT, VARIABLES)
+    cell.epoch_seconds, cell.time_source = 60.0, "calibrated"
+    said = render.estimate_error(cell, {"epoch_seconds": [80.0, 70.0], "epochs": 2}, 200.0)
+    assert said == "took 2:30 (training, 2 epochs), planned 2:00 (+25%, calibrated)"
+    # No cost.json: the run's wall time against the whole planned run (3 epochs).
+    said = render.estimate_error(cell, None, 171.0)
+    assert said == "took 2:51 (run, wall time, 3 epochs), planned 3:00 (-5%, calibrated)"
+    cell.epoch_seconds = None
+    assert render.estimate_error(cell, {"epoch_seconds": [1.0]}, 1.0) is None
+
+
+def fake_training(command, environment, log_path):
+    """Stands in for `allennlp train`: what a finished run leaves, epochs of 9 s."""
+    run_dir = Path(command[command.index("-s") + 1])
+    run_dir.mkdir()
+    config = render_config(Path(command[command.index("train") + 1]), environment)
+    (run_dir / "config.json").write_text(json.dumps(config))
+    (run_dir / "metrics.json").write_text(json.dumps({"best_validation_accuracy": 0.5}))
+    (run_dir / "cost.json").write_text(json.dumps({"epoch_seconds": [9.0, 9.0], "epochs": 2}))
+    (run_dir / "model.tar.gz").write_bytes(b"")
+    log_path.write_text("training\n")
+    return 0
+
+
+def test_the_grid_prints_the_total_and_each_run_against_its_plan(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
+    calls = []
+    timer = fixed_timer(train=1.0, forward=0.0)
+    monkeypatch.setattr(calibrate, "time_batches", lambda *args: calls.append(1) or timer(*args))
+    variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
+    run_grid(
+        [SST2_FT],
+        [1, 2],
+        tmp_path / "grid",
+        variables,
+        runner=fake_training,
+        predict=None,
+        progress=False,
+    )
+    err = capsys.readouterr().err
+    assert "tune-grid: plan of the 1 cell(s) with runs to do" in err
+    # 12 instances in batches of 4: 3 s per epoch, 9 s per run of 3 epochs, two seeds.
+    assert "| 3 s (calibrated) | 9 s (3 epochs) |" in err
+    assert "Estimated total: 18 s at most for 2 run(s) (time from calibrated;" in err
+    # Each run took 2 epochs of 9 s against 2 planned epochs of 3 s.
+    for seed in (1, 2):
+        line = f"sst2_bert_ft seed {seed} took 0:18 (training, 2 epochs), planned 0:06 (+200%"
+        assert line in err
+    # A later grid of the same config (tune-compare's next round: another seed) is not timed
+    # again in this process.
+    run_grid(
+        [SST2_FT],
+        [3],
+        tmp_path / "grid",
+        variables,
+        runner=fake_training,
+        predict=None,
+        progress=False,
+    )
+    assert len(calls) == 1
+    assert "| 3 s (calibrated) |" in capsys.readouterr().err
+
+
+def test_no_calibrate_gives_the_cost_model_numbers(tmp_path, capsys, monkeypatch):
+    import argparse
+
+    from allennlp_tune.commands.tune_grid import add_grid_parser
+
+    def never(*args):
+        raise AssertionError("calibrated despite --no-calibrate")
+
+    monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
+    monkeypatch.setattr(calibrate, "time_batches", never)
+    variables = [
+        part
+        for key, value in VARIABLES.items()
+        if key != "TUNE_SEED"
+        for part in ("--ext-var", f"{key}={value}")
+    ]
+    results = tmp_path / "results"
+    parser = argparse.ArgumentParser()
+    add_grid_parser(parser.add_subparsers(), "tune-grid")
+    argv = [SST2_FT, "--results-dir", results, "--plan-only", "--no-calibrate", *variables]
+    args = parser.parse_args(["tune-grid", *map(str, argv)])
+    args.func(args)
+    out = capsys.readouterr().out
+    cell = plan_cell(SST2_FT, VARIABLES)
+    row = next(line for line in out.splitlines() if line.startswith("| sst2_bert_ft |"))
+    assert row.endswith(
+        f"| {render._duration(cell.epoch_seconds)} | "
+        f"{render._duration(planned_run_seconds(cell))} (3 epochs) |"
+    )
+    assert "calibrated" not in row and "time from cost model" in out
