@@ -3,7 +3,7 @@ Equal tuning budgets for `tune-compare --budget K`: every mode gets the same K O
 its own search space before its seeds are trained, so a verdict compares ways of adapting the
 encoder, not a searched recipe against a default one.
 
-Per mode (`run_budget`):
+Per mode (`budget_run.run_budget`):
 
 1. its space (`SPACES`, data: fe searches the rate, dropout and patience of its early stopping;
    ft, sf, bitfit and lora the rate and epochs, each over the range its recipe lives in; the
@@ -47,16 +47,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.experiments.lock import ResultsDirLock
 from allennlp_tune.experiments.search import (
     SearchParam,
     _load_params,
-    _storage_url,
     run_search,
 )
 from allennlp_tune.modes import block_groups
-from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run, write_json
-from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
+from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run
+from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
 
 # The search spaces per mode, as tune-search's `--param` takes them.
 SPACES: Dict[str, Tuple[str, ...]] = {
@@ -487,78 +485,6 @@ def budget_record(
         "pruner": "median (per-epoch dev metric, after 3 finished trials, from the 2nd epoch)",
         "modes": modes,
     }
-
-
-def run_budget(
-    configs: Dict[str, Path],
-    budget: int,
-    results_dir: Path,
-    task: str,
-    encoder: str,
-    family: str,
-    ext_vars: Dict[str, str],
-    overrides: Optional[str] = None,
-    spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
-    keep_checkpoints: bool = False,
-    tool: str = "tune-compare",
-    coordinator: Optional[Any] = None,
-) -> Dict[str, ModeSearch]:
-    """
-    Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
-    holding the results folder's lock, and writes `RESULTS_DIR/budget.json`. Returns each
-    mode's search; its `setting` is what the mode's seeds train with.
-
-    With a `coordinator` (`workers.Coordinator`) this process is one of many workers that share
-    the trials (`budget_workers`): it returns once every mode's search is finished.
-    """
-    check_budget_options(budget, list(configs), family, ext_vars, spaces)
-    results_dir = Path(results_dir)
-    search_dir = results_dir / BUDGET_SEARCH_DIR
-    search_dir.mkdir(parents=True, exist_ok=True)
-    from allennlp_tune.experiments import budget_workers
-
-    if coordinator is not None:
-        searches = budget_workers.run_shared_budget(
-            configs,
-            budget,
-            results_dir,
-            search_dir,
-            task,
-            encoder,
-            family,
-            ext_vars,
-            overrides,
-            spaces,
-            keep_checkpoints,
-            coordinator,
-            tool,
-        )
-        _print_bests(searches, budget, tool)
-        return searches
-    budget_workers.refuse_if_search_is_shared(search_dir)
-    record_path = results_dir / BUDGET_NAME
-    searches: Dict[str, ModeSearch] = {}
-    with ResultsDirLock(results_dir):
-        storage = _storage_url(None, search_dir)
-        # Written first, so that the trials stay out of tune-report's runs from the start.
-        write_json(record_path, budget_record(task, encoder, budget, []))
-        for mode, config in configs.items():
-            searches[mode] = _search_mode(
-                mode,
-                config,
-                budget,
-                search_dir,
-                storage,
-                family,
-                ext_vars,
-                overrides,
-                spaces,
-                keep_checkpoints,
-                tool,
-            )
-            write_json(record_path, budget_record(task, encoder, budget, list(searches.values())))
-    _print_bests(searches, budget, tool)
-    return searches
 
 
 def _print_bests(searches: Dict[str, ModeSearch], budget: int, tool: str) -> None:

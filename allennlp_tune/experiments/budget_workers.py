@@ -47,7 +47,6 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.budget import (
-    BUDGET_NAME,
     SAMPLER_SEED,
     SEARCH_SEED,
     ModeSearch,
@@ -79,6 +78,7 @@ from allennlp_tune.experiments.workers import (
     worker_name,
 )
 from allennlp_tune.rundir import SEED_EXT_VAR, config_stem, write_json
+from allennlp_tune.rundir.names import BUDGET_NAME
 
 # The user attr that makes a trial one of a study's K slots.
 SLOT_ATTR = "budget_slot"

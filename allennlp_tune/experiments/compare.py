@@ -549,7 +549,7 @@ def run_compare(
     written = dict(zip(unique_modes, configs))
     mode_ext_vars = None
     if budget is not None and not grid_options.get("plan_only"):
-        from allennlp_tune.experiments.budget import run_budget
+        from allennlp_tune.experiments.budget_run import run_budget
 
         searches = run_budget(
             written,

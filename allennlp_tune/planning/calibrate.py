@@ -132,7 +132,12 @@ def time_batches(
     from allennlp.nn import util as nn_util
     from allennlp.training.optimizers import Optimizer
 
-    import allennlp_tune  # noqa: F401  (registers the plugin's components)
+    # The plugin's readers, embedders, models and optimizers, registered (a command has them
+    # already; a library caller may not).
+    import allennlp_tune.data  # noqa: F401
+    import allennlp_tune.models  # noqa: F401
+    import allennlp_tune.modules  # noqa: F401
+    import allennlp_tune.training  # noqa: F401
     from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 
     batch_size = batch_size_of(rendered) or 32

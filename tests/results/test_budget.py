@@ -24,8 +24,8 @@ from allennlp_tune.experiments.budget import (
     default_setting,
     mode_space,
     parse_spaces,
-    run_budget,
 )
+from allennlp_tune.experiments.budget_run import run_budget
 from allennlp_tune.experiments.compare import (
     load_task,
     resolve_encoder,

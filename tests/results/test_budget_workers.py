@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_budget import in_process_training, study_trials, written_configs  # noqa: E402
 from test_compare import BERT, write_reviews  # noqa: E402
 
-from allennlp_tune.experiments.budget import run_budget  # noqa: E402
+from allennlp_tune.experiments.budget_run import run_budget  # noqa: E402
 from allennlp_tune.experiments.budget_workers import SLOT_ATTR, counted_trials  # noqa: E402
 from allennlp_tune.experiments.compare import run_compare  # noqa: E402
 from allennlp_tune.experiments.outputs import predict_in_process  # noqa: E402

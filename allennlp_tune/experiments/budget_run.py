@@ -1,0 +1,91 @@
+"""
+`run_budget`: the searches of `tune-compare --budget K`, in this process alone (`budget`) or
+shared with other workers through a coordinator (`budget_workers`). Its own module, so that
+`budget_workers`, which builds on `budget`, is not imported by it.
+"""
+
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from allennlp_tune.experiments import budget_workers
+from allennlp_tune.experiments.budget import (
+    ModeSearch,
+    _print_bests,
+    _search_mode,
+    budget_record,
+    check_budget_options,
+)
+from allennlp_tune.experiments.lock import ResultsDirLock
+from allennlp_tune.experiments.search import _storage_url
+from allennlp_tune.rundir import write_json
+from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
+
+
+def run_budget(
+    configs: Dict[str, Path],
+    budget: int,
+    results_dir: Path,
+    task: str,
+    encoder: str,
+    family: str,
+    ext_vars: Dict[str, str],
+    overrides: Optional[str] = None,
+    spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
+    keep_checkpoints: bool = False,
+    tool: str = "tune-compare",
+    coordinator: Optional[Any] = None,
+) -> Dict[str, ModeSearch]:
+    """
+    Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
+    holding the results folder's lock, and writes `RESULTS_DIR/budget.json`. Returns each
+    mode's search; its `setting` is what the mode's seeds train with.
+
+    With a `coordinator` (`workers.Coordinator`) this process is one of many workers that share
+    the trials (`budget_workers`): it returns once every mode's search is finished.
+    """
+    check_budget_options(budget, list(configs), family, ext_vars, spaces)
+    results_dir = Path(results_dir)
+    search_dir = results_dir / BUDGET_SEARCH_DIR
+    search_dir.mkdir(parents=True, exist_ok=True)
+    if coordinator is not None:
+        searches = budget_workers.run_shared_budget(
+            configs,
+            budget,
+            results_dir,
+            search_dir,
+            task,
+            encoder,
+            family,
+            ext_vars,
+            overrides,
+            spaces,
+            keep_checkpoints,
+            coordinator,
+            tool,
+        )
+        _print_bests(searches, budget, tool)
+        return searches
+    budget_workers.refuse_if_search_is_shared(search_dir)
+    record_path = results_dir / BUDGET_NAME
+    searches: Dict[str, ModeSearch] = {}
+    with ResultsDirLock(results_dir):
+        storage = _storage_url(None, search_dir)
+        # Written first, so that the trials stay out of tune-report's runs from the start.
+        write_json(record_path, budget_record(task, encoder, budget, []))
+        for mode, config in configs.items():
+            searches[mode] = _search_mode(
+                mode,
+                config,
+                budget,
+                search_dir,
+                storage,
+                family,
+                ext_vars,
+                overrides,
+                spaces,
+                keep_checkpoints,
+                tool,
+            )
+            write_json(record_path, budget_record(task, encoder, budget, list(searches.values())))
+    _print_bests(searches, budget, tool)
+    return searches
