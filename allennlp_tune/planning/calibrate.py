@@ -31,8 +31,10 @@ sets it, so the grid tests do not time models). A cell whose calibration fails (
 not build, its data does not read) keeps the cost model's numbers and a note saying why.
 """
 
+import contextlib
 import copy
 import gc
+import io
 import json
 import math
 import os
@@ -150,9 +152,11 @@ def time_batches(
             instances = list(itertools.islice(reader.read(config["train_data_path"]), wanted))
             if not instances:
                 raise ValueError("the train split gave no instances")
-            vocabulary = Vocabulary.from_params(
-                Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
-            )
+            # AllenNLP's "building vocab" progress bar (stderr) is the run's, not the plan's.
+            with contextlib.redirect_stderr(io.StringIO()):
+                vocabulary = Vocabulary.from_params(
+                    Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
+                )
             model = Model.from_params(
                 vocab=vocabulary, params=Params(copy.deepcopy(config["model"]))
             )
