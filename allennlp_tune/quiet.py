@@ -12,17 +12,18 @@ QUIET_READER_LOGGERS = ("allennlp.common.params", "allennlp_tune.data.dataset_re
 
 
 class quiet_loggers:
-    """Within the block, the named loggers let only WARNING and above through; their levels are
-    restored after it. Reusable, not reentrant."""
+    """Within the block, the named loggers let only WARNING (or `level`) and above through; their
+    levels are restored after it. Reusable, not reentrant."""
 
-    def __init__(self, *names: str):
+    def __init__(self, *names: str, level: int = logging.WARNING):
         self._loggers = [logging.getLogger(name) for name in names]
+        self._level = level
         self._levels: List[int] = []
 
     def __enter__(self):
         self._levels = [found.level for found in self._loggers]
         for found in self._loggers:
-            found.setLevel(max(found.level, logging.WARNING))
+            found.setLevel(max(found.level, self._level))
         return self
 
     def __exit__(self, *exc_info):

@@ -40,6 +40,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from allennlp_tune.rundir import loader_batch_size
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_STEPS = 20
@@ -211,12 +213,6 @@ def first_instances(reader, data_path: str, max_instances: int) -> List[Any]:
     return instances
 
 
-def _batch_size(config: Dict[str, Any]) -> int:
-    loader = config.get("data_loader") or {}
-    size = loader.get("batch_size") or (loader.get("batch_sampler") or {}).get("batch_size")
-    return int(size) if size else 32
-
-
 def layer_signal(
     config: Dict[str, Any],
     steps: int = DEFAULT_STEPS,
@@ -254,7 +250,7 @@ def layer_signal(
         vocabulary = Params(dict(config.get("vocabulary") or {}))
         vocab = Vocabulary.from_params(vocabulary, instances=instances)
         model = Model.from_params(vocab=vocab, params=Params(dict(config["model"])))
-    size = batch_size or _batch_size(config)
+    size = batch_size or loader_batch_size(config) or 32
     loader = SimpleDataLoader(instances, batch_size=size, shuffle=True, vocab=vocab)
     batches = [move_to_device(batch, cuda_device) for batch in loader]
     if cuda_device >= 0:

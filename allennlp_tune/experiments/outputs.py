@@ -31,6 +31,7 @@ from allennlp_tune.rundir import (
     COST_NAME,
     PREDICTIONS_NAME,
     config_stem,
+    loader_batch_size,
     parse_run_name,
     read_json,
     timestamp,
@@ -78,16 +79,8 @@ def prediction_device(config: Mapping[str, Any]) -> int:
 
 def prediction_batch_size(config: Mapping[str, Any]) -> int:
     """The batch size of the config's validation (else training) data loader, else 32."""
-    for key in ("validation_data_loader", "data_loader"):
-        loader = config.get(key)
-        if not isinstance(loader, dict):
-            continue
-        sampler = loader.get("batch_sampler")
-        for where in (loader, sampler if isinstance(sampler, dict) else {}):
-            size = where.get("batch_size")
-            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-                return size
-    return DEFAULT_PREDICTION_BATCH_SIZE
+    size = loader_batch_size(config, ("validation_data_loader", "data_loader"))
+    return size or DEFAULT_PREDICTION_BATCH_SIZE
 
 
 def _gold(instance) -> Any:

@@ -36,6 +36,7 @@ import copy
 import gc
 import io
 import json
+import logging
 import math
 import os
 import tempfile
@@ -46,6 +47,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from allennlp_tune.planning.data_count import validation_count
 from allennlp_tune.planning.encoder_size import find_embedder
 from allennlp_tune.planning.plan import CellPlan
+from allennlp_tune.rundir import loader_batch_size
 
 # The environment variable that turns calibration off ("0", "false", "no").
 CALIBRATE_ENV = "TUNE_PLAN_CALIBRATE"
@@ -93,13 +95,7 @@ Timer = Callable[[Dict[str, Any], bool, int, float], BatchTiming]
 
 def batch_size_of(rendered: Mapping[str, Any]) -> Optional[int]:
     """The config's training batch size: `data_loader.batch_size` or its batch sampler's."""
-    loader = rendered.get("data_loader")
-    if not isinstance(loader, dict):
-        return None
-    for value in (loader.get("batch_size"), (loader.get("batch_sampler") or {}).get("batch_size")):
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
+    return loader_batch_size(rendered, ("data_loader",))
 
 
 def _without_user_cache(rendered: Dict[str, Any], directory: str) -> Dict[str, Any]:
@@ -145,8 +141,9 @@ def time_batches(
     batch_size = batch_size_of(rendered) or 32
     with tempfile.TemporaryDirectory(prefix="tune_calibrate_") as folder:
         config = _without_user_cache(rendered, folder)
-        # The components' INFO lines (every parameter they read) are the run's log, not the plan's.
-        with quiet_loggers(*QUIET_READER_LOGGERS, "allennlp"):
+        # The components' INFO lines (every parameter they read, the embedder's layer groups and
+        # LoRA targets) are the run's log, not the plan's.
+        with quiet_loggers(*QUIET_READER_LOGGERS, "allennlp", "allennlp_tune.modules"):
             reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
             wanted = (batches + 1) * batch_size
             instances = list(itertools.islice(reader.read(config["train_data_path"]), wanted))
@@ -166,7 +163,9 @@ def time_batches(
         if device >= 0:
             model = model.cuda(device)
         parameters = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        with quiet_loggers("allennlp"):
+        # The optimizer's warnings (a parameter-group regex that matches no trainable parameter,
+        # as LoRA's frozen LayerNorms give) reach the run's log when it builds the same optimizer.
+        with quiet_loggers("allennlp", level=logging.ERROR):
             optimizer = Optimizer.from_params(
                 model_parameters=parameters,
                 params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),

@@ -38,7 +38,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -100,6 +100,27 @@ def metric_of_config(config: Dict[str, Any]) -> Tuple[str, bool]:
         # AllenNLP itself rejects this; a hand-made config.json might still have it.
         return metric, True
     return metric[1:], metric[0] == "+"
+
+
+def loader_batch_size(
+    config: Mapping[str, Any], loaders: Sequence[str] = ("data_loader",)
+) -> Optional[int]:
+    """
+    The batch size of the first of `loaders` (a rendered config's data-loader keys, e.g.
+    `("validation_data_loader", "data_loader")`) that sets one, on the loader itself or on its
+    `batch_sampler`; `None` when none sets a positive integer. The planner's calibration, the
+    prediction writers and the layer signal all read a run's batch size here.
+    """
+    for key in loaders:
+        loader = config.get(key)
+        if not isinstance(loader, dict):
+            continue
+        sampler = loader.get("batch_sampler")
+        for where in (loader, sampler if isinstance(sampler, dict) else {}):
+            size = where.get("batch_size")
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                return size
+    return None
 
 
 @dataclass

@@ -3,6 +3,7 @@ and each finished run's time against its plan."""
 
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from allennlp_tune.planning.plan import plan_cell, planned_run_seconds, render_c
 
 SST2_FE = REPO_ROOT / "training_config" / "sst2_bert_fe.jsonnet"
 SST2_FT = REPO_ROOT / "training_config" / "sst2_bert_ft.jsonnet"
+SST2_LORA = REPO_ROOT / "training_config" / "sst2_bert_lora.jsonnet"
 VARIABLES = {
     "TUNE_DATA_DIR": str(FIXTURE_DATA_DIR),
     "TUNE_BERT_MODEL": str(FIXTURE_MODELS_DIR / "bert-uncased"),
@@ -54,6 +56,19 @@ def test_ft_and_fe_cells_are_timed_on_this_machine(tmp_path):
         row = next(line for line in table.splitlines() if line.startswith(f"| {cell.stem} |"))
         assert "(calibrated)" in row
     assert f"RAM from COST_MODEL[{ft.cost_key!r}]" in table
+
+
+def test_timing_a_lora_cell_says_nothing_before_the_plan(tmp_path, caplog):
+    """Building a LoRA cell's model and optimizer logs its targets (INFO) and AllenNLP's warning
+    that the LayerNorm parameter group matches no trainable parameter; both belong to the run's
+    log, so the plan, printed before any run, comes without them."""
+    cell = plan_cell(SST2_LORA, VARIABLES, cache_directory=tmp_path / "cache")
+    with caplog.at_level(logging.INFO):
+        assert calibrate_cell(cell, cell.rendered, batches=1, cap_seconds=5.0)
+    assert cell.time_source == "calibrated"
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("allennlp_tune.modules")]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not ours and not warnings, ours + warnings
 
 
 def test_a_model_that_does_not_build_keeps_the_cost_model_with_a_note():

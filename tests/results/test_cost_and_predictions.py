@@ -194,3 +194,39 @@ def test_regression_predictions_are_floats(tmp_path, monkeypatch):
     assert len(lines) == count > 0
     for line in lines:
         assert isinstance(line["gold"], float) and isinstance(line["prediction"], float)
+
+
+@pytest.mark.parametrize(
+    "config, loaders, expected",
+    [
+        ({"data_loader": {"batch_size": 16}}, ("data_loader",), 16),
+        (
+            {"data_loader": {"batch_sampler": {"type": "bucket", "batch_size": 8}}},
+            ("data_loader",),
+            8,
+        ),
+        # the prediction writers read the validation loader first, then the training one
+        (
+            {"validation_data_loader": {"batch_size": 64}, "data_loader": {"batch_size": 16}},
+            ("validation_data_loader", "data_loader"),
+            64,
+        ),
+        ({"data_loader": {"batch_size": 16}}, ("validation_data_loader", "data_loader"), 16),
+        ({"data_loader": {"batch_size": True}}, ("data_loader",), None),
+        ({"data_loader": {"batch_size": 0}}, ("data_loader",), None),
+        ({"data_loader": "loader"}, ("data_loader",), None),
+        ({}, ("data_loader",), None),
+    ],
+)
+def test_one_reader_gives_every_caller_its_batch_size(config, loaders, expected):
+    from allennlp_tune.analysis.layer_signal import loader_batch_size as signal_reader
+    from allennlp_tune.experiments.outputs import prediction_batch_size
+    from allennlp_tune.planning.calibrate import batch_size_of
+    from allennlp_tune.rundir import loader_batch_size
+
+    assert loader_batch_size(config, loaders) == expected
+    assert signal_reader is loader_batch_size
+    if loaders == ("data_loader",):
+        assert batch_size_of(config) == expected
+    else:
+        assert prediction_batch_size(config) == (expected or 32)
