@@ -548,6 +548,26 @@ def run_compare(
     configs = write_configs(task, chosen, unique_modes, results_dir, ext_vars)
     written = dict(zip(unique_modes, configs))
     mode_ext_vars = None
+    if budget is not None and (grid_options.get("plan") or grid_options.get("plan_only")):
+        # The whole decision's cost before its first trial; the seeds' own plan follows the
+        # search (their settings are known only then). Lazy: the search brings Optuna's room.
+        from allennlp_tune.experiments.budget_plan import plan_budget
+
+        plan_budget(
+            written,
+            budget,
+            list(seeds)[: sequential.cap] if sequential is not None else seeds,
+            results_dir,
+            chosen.family,
+            ext_vars,
+            overrides,
+            spaces,
+            plan_only=bool(grid_options.get("plan_only")),
+            calibrate=grid_options.get("calibrate", True),
+            shared=grid_options.get("coordinator") is not None,
+        )
+        if grid_options.get("plan_only"):
+            return GridResult()
     if budget is not None and not grid_options.get("plan_only"):
         from allennlp_tune.experiments.budget_run import run_budget
 

@@ -166,6 +166,7 @@ def _before_training(
     tool: str,
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
     calibrate: bool = True,
+    plan_seeds: Optional[Sequence[int]] = None,
 ) -> Tuple[Set[Path], Dict[str, Any]]:
     """
     The checks before anything is written (each config with `ext_vars` and its own
@@ -173,7 +174,8 @@ def _before_training(
     command (`changed.find_changed_runs`), to be moved aside and trained again; raises a
     `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
     could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
-    planner's table (`_plan_before_training`), whose plans (by config stem) are returned too.
+    planner's table (`_plan_before_training`, of `plan_seeds` when given), whose plans (by
+    config stem) are returned too.
     """
     changed, unverified = [], []
     for config in configs:
@@ -196,7 +198,7 @@ def _before_training(
     if plan or plan_only:
         plans = _plan_before_training(
             configs,
-            seeds,
+            plan_seeds or seeds,
             results_dir,
             ext_vars,
             overrides,
@@ -490,6 +492,7 @@ def run_grid(
     coordinator: Optional[Coordinator] = None,
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
     calibrate: bool = True,
+    plan_seeds: Optional[Sequence[int]] = None,
 ) -> GridResult:
     """
     Trains every config with every seed into `results_dir` (see the module docstring for the
@@ -506,7 +509,9 @@ def run_grid(
     its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
     return an empty result. `calibrate` (default, unless `TUNE_PLAN_CALIBRATE=0`): the plan's
     time per epoch is measured on this machine (`allennlp_tune.planning.calibrate`). With a
-    plan, each finished run says how long it took against it (stderr).
+    plan, each finished run says how long it took against it (stderr). `plan_seeds`: the seeds
+    the plan counts, when they are more than this grid's (`--sequential`'s rounds: every seed
+    up to the last look, so its total is the whole comparison's at most).
 
     Before either, every complete run is checked against what the command would train now
     (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what
@@ -547,6 +552,7 @@ def run_grid(
         tool,
         config_ext_vars,
         calibrate,
+        plan_seeds,
     )
     if plan_only:
         return GridResult()

@@ -280,10 +280,14 @@ def run_sequential(
     they are, `plan` (the planner), `runner` and `predict` included; `predict` must not be
     `None`: the looks need dev predictions). `mode_ext_vars` (mode -> ext vars) trains each
     mode with its own ext vars instead of `grid_options`' (`tune-compare --budget`: each
-    mode's best setting), one grid per mode and round.
+    mode's best setting), one grid per mode and round. Each round's plan covers the seeds up
+    to the last look (`run_grid`'s `plan_seeds`): the most the comparison can still train.
     """
     if "predict" in grid_options and grid_options["predict"] is None:
         raise ValueError("a sequential comparison needs each run's dev predictions (predict)")
+    # Each round's plan counts every seed up to the last look, so its estimated total is what
+    # the rest of the comparison costs at most (the rounds stop sooner when verdicts are known).
+    grid_options["plan_seeds"] = list(seeds[: (sequential or SequentialPlan()).cap])
 
     def train(modes: List[str], round_seeds: List[int]) -> GridResult:
         if mode_ext_vars is None:

@@ -302,24 +302,41 @@ def calibrate_plans(
 ) -> None:
     """`calibrate_cell` of each plan that rendered and has no problem a run would fail on, timed
     with `timer` (default `time_batches`). A config timed before in this process (the same
-    rendered config but for its seeds: tune-compare's later rounds) is not timed again."""
+    rendered config but for its seeds, epochs and rate, `timing_key`: tune-compare's later rounds,
+    the seeds after a `--budget` search) is not timed again."""
     timer = timer or time_batches
     for plan in plans:
         if plan.rendered is not None and not plan.problems:
             calibrate_cell(plan, plan.rendered, _remembered(timer), cap_seconds=cap_seconds)
 
 
-# (timer, the rendered config without its seeds) -> what it measured, for this process.
+# (timer, the rendered config as far as it sets the time of a batch) -> what it measured.
 _TIMINGS: Dict[Any, BatchTiming] = {}
 _SEED_KEYS = ("random_seed", "numpy_seed", "pytorch_seed")
+# Trainer settings that change how many batches run or how large a step is, not what a batch
+# costs: the searched epochs and rate of a `--budget` trial, its seeds' best setting.
+_UNTIMED_TRAINER_KEYS = ("num_epochs", "patience", "learning_rate_scheduler", "callbacks")
+
+
+def timing_key(rendered: Mapping[str, Any]) -> str:
+    """The parts of a rendered config that set the time of a training batch: all of it but
+    its seeds, its trainer's epochs, patience and schedule, and its optimizer's rate."""
+    unseeded = {key: value for key, value in rendered.items() if key not in _SEED_KEYS}
+    trainer = unseeded.get("trainer")
+    if isinstance(trainer, dict):
+        trainer = {k: v for k, v in trainer.items() if k not in _UNTIMED_TRAINER_KEYS}
+        optimizer = trainer.get("optimizer")
+        if isinstance(optimizer, dict):
+            trainer["optimizer"] = {k: v for k, v in optimizer.items() if k != "lr"}
+        unseeded["trainer"] = trainer
+    return json.dumps(unseeded, sort_keys=True, default=str)
 
 
 def _remembered(timer: Timer) -> Timer:
-    """`timer`, measuring each config (seeds aside) once per process."""
+    """`timer`, measuring each config (`timing_key`) once per process."""
 
     def remembered(rendered, cached, batches, cap_seconds):
-        unseeded = {key: value for key, value in rendered.items() if key not in _SEED_KEYS}
-        key = (timer, json.dumps(unseeded, sort_keys=True, default=str), cached, batches)
+        key = (timer, timing_key(rendered), cached, batches)
         if key not in _TIMINGS:
             _TIMINGS[key] = timer(rendered, cached, batches, cap_seconds)
         return _TIMINGS[key]

@@ -258,3 +258,47 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
     assert message.startswith("the ft seeds, at the best setting of its 3 search trials: ")
     assert "reviews_bertuncased_ft/seed_1: TUNE_EPOCHS " in message, message
     assert "-> 0.0001" in message and "--retrain-changed" in message
+
+
+def test_the_plan_before_the_search_covers_every_trial_and_seed(tmp_path, capsys):
+    """--budget 3 with --plan-only: one cell per mode at its space's most epochs (ft's 6 of
+    2..6; fe's space has no epochs, so its config's 10), 3 trials + 2 seeds each in the total,
+    nothing trained; after one finished trial in ft's study, ft plans 2 trials."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+
+    def plan_only():
+        result = run_compare(
+            str(task), str(BERT), ["fe", "ft"], [1, 2], results, budget=3, plan_only=True,
+            progress=False,
+        )  # fmt: skip
+        assert not result.trained and not result.skipped
+        return capsys.readouterr().out
+
+    printed = plan_only()
+    assert "plan of the whole decision (--budget 3): 6 search trial(s) and 4 seed run(s)" in printed
+    rows = {
+        mode: next(line for line in printed.splitlines() if line.startswith(f"| {stem} |"))
+        for mode, stem in (("fe", "reviews_bertuncased_fe"), ("ft", "reviews_bertuncased_ft"))
+    }
+    assert rows["ft"].endswith("(6 epochs) |") and rows["fe"].endswith("(10 epochs) |"), rows
+    assert "reviews_bertuncased_ft: 3 search trial(s) and 2 seed run(s) to do" in printed
+    assert "Estimated total: " in printed and " for 10 run(s) " in printed
+    assert not (results / "search").exists() and not (results / "reviews_bertuncased_ft").exists()
+
+    (results / "search").mkdir()
+    study = optuna.create_study(
+        study_name="reviews_bertuncased_ft",
+        storage=f"sqlite:///{results / 'search' / 'optuna.db'}",
+        direction="maximize",
+    )
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"TUNE_EPOCHS": 2},
+            distributions={"TUNE_EPOCHS": optuna.distributions.IntDistribution(2, 6)},
+            value=0.5,
+        )
+    )
+    printed = plan_only()
+    assert "reviews_bertuncased_ft: 2 search trial(s) and 2 seed run(s) to do" in printed
+    assert " for 9 run(s) " in printed

@@ -198,3 +198,18 @@ def test_no_calibrate_gives_the_cost_model_numbers(tmp_path, capsys, monkeypatch
         f"{render._duration(planned_run_seconds(cell))} (3 epochs) |"
     )
     assert "calibrated" not in row and "time from cost model" in out
+
+
+def test_a_setting_that_changes_only_rate_epochs_or_seed_is_not_timed_again(tmp_path):
+    """The seeds after a --budget search train the timed cell at another rate and number of
+    epochs: the same timing key; another model (fe against ft) is another key."""
+    ft = plan_cell(SST2_FT, VARIABLES, cache_directory=tmp_path / "cache").rendered
+    other = plan_cell(
+        SST2_FT,
+        {**VARIABLES, "TUNE_LR": "1e-4", "TUNE_EPOCHS": "6", "TUNE_SEED": "7"},
+        cache_directory=tmp_path / "cache",
+    ).rendered
+    assert other["trainer"]["num_epochs"] == 6 and other != ft
+    assert calibrate.timing_key(other) == calibrate.timing_key(ft)
+    fe = plan_cell(SST2_FE, VARIABLES, cache_directory=tmp_path / "cache").rendered
+    assert calibrate.timing_key(fe) != calibrate.timing_key(ft)

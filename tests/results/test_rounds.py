@@ -275,3 +275,32 @@ def test_a_failed_seed_stops_the_rounds_before_its_look_and_a_rerun_retries_it(t
 def test_modes_without_a_pair_are_refused(tmp_path):
     with pytest.raises(ConfigurationError, match="add fe or ft to --modes"):
         compare(tmp_path, {"sf": 0.8, "bitfit": 0.8}, FakeTraining())
+
+
+def test_every_rounds_plan_counts_the_seeds_up_to_the_last_look(tmp_path, monkeypatch):
+    """The first round trains 3 seeds per mode, but its plan (and so its estimated total)
+    counts all 7 the rounds may train; the planner's other inputs are the round's."""
+    from allennlp_tune.experiments import grid
+
+    planned = []
+
+    def planner(configs, seeds, *args, **kwargs):
+        planned.append(list(seeds))
+        return {}
+
+    monkeypatch.setattr(grid, "_plan_before_training", planner)
+    configs = configs_for(tmp_path / "configs", ["fe", "ft"])
+    runner = FakeTraining()
+    run_sequential(
+        configs,
+        range(1, 8),
+        tmp_path / "out",
+        PLAN,
+        None,
+        runner=runner,
+        predict=synthetic_predict({"fe": 0.80, "ft": 0.90}),
+        progress=False,
+        calibrate=False,
+    )
+    assert trained(runner, "fe") == [1, 2, 3]  # the large difference stops at the first look
+    assert planned == [[1, 2, 3, 4, 5, 6, 7]]

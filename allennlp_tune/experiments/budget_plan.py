@@ -1,0 +1,127 @@
+"""
+The plan of `tune-compare --budget K` before its searches: what the whole decision will cost.
+
+Without it the planner spoke only after the searches, of the seeds, so a user learnt the cost
+of the K trials per mode (most of the work) by waiting for them. Here every mode is planned
+once, as its runs will train at most: its config rendered with the command's ext vars and the
+largest number of epochs its search space allows (`TUNE_EPOCHS`' upper end; a space without
+it keeps the config's epochs, as fe's early-stopped 10), timed on this machine like any plan
+(`planning.calibrate`; the timings are kept for the seeds' plans after the search, whose
+settings differ only in the searched rate and epochs). Each mode's runs to do are its trials
+not yet finished in the study plus its seeds not yet complete, so a resumed search plans only
+what is left. The table and its `Estimated total` line are the grid's (`planning.render`); the
+total is an upper bound: pruned trials and early stopping end runs sooner.
+"""
+
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from allennlp.common.checks import ConfigurationError
+
+from allennlp_tune.experiments.budget import SEARCH_SEED, _finished, _load_study, mode_space
+from allennlp_tune.experiments.grid import _shared_cache
+from allennlp_tune.experiments.search import _storage_url
+from allennlp_tune.rundir import SEED_EXT_VAR, config_stem, is_complete
+from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
+
+EPOCHS_VAR = "TUNE_EPOCHS"
+
+
+def most_epochs(
+    mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]]
+) -> Optional[int]:
+    """The most epochs a mode's trials (and so its seeds) can train: the upper end of
+    `TUNE_EPOCHS` in its space, `None` when the space does not search it."""
+    for param in mode_space(mode, family, spaces):
+        if param.name == EPOCHS_VAR and param.high is not None:
+            return int(param.high)
+    return None
+
+
+def trials_to_run(config: Path, budget: int, results_dir: Path, shared: bool) -> int:
+    """The trials of a mode's study still to run: `budget` less its finished trials (complete,
+    pruned or failed), or `budget` for a study the workers share (its storage is the
+    coordinator's) or one not started."""
+    database = results_dir / BUDGET_SEARCH_DIR / "optuna.db"
+    if shared or not database.is_file():
+        return budget
+    study = _load_study(_storage_url(None, results_dir / BUDGET_SEARCH_DIR), config_stem(config))
+    if study is None:
+        return budget
+    return max(0, budget - sum(_finished(study).values()))
+
+
+def plan_budget(
+    configs: Dict[str, Path],
+    budget: int,
+    seeds: Sequence[int],
+    results_dir: Path,
+    family: str,
+    ext_vars: Dict[str, str],
+    overrides: Optional[str] = None,
+    spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
+    plan_only: bool = False,
+    calibrate: bool = True,
+    shared: bool = False,
+    tool: str = "tune-compare",
+) -> List["CellPlan"]:  # noqa: F821  (planning's, imported lazily)
+    """
+    Prints the plan of the module docstring (stdout with `plan_only`, else stderr) and returns
+    its cells. `seeds`: the seed runs each mode may train (with `--sequential`, up to its last
+    look). `shared`: the searches are shared with workers through a coordinator. With
+    `plan_only`, a cell that cannot train raises a `ConfigurationError` after the table.
+    """
+    from allennlp_tune.modules.feature_cache import user_cache_directory
+    from allennlp_tune.planning.calibrate import calibrate_plans, calibration_enabled
+    from allennlp_tune.planning.plan import plan_cell, plan_problems
+    from allennlp_tune.planning.render import print_plan
+
+    results_dir = Path(results_dir)
+    cache_directory = _shared_cache(results_dir, ext_vars) or user_cache_directory(ext_vars)
+    plans = []
+    counts = []
+    for mode, config in configs.items():
+        trials = trials_to_run(config, budget, results_dir, shared)
+        pending = [
+            seed
+            for seed in seeds
+            if not is_complete(results_dir / config_stem(config) / f"seed_{seed}")
+        ]
+        if not trials and not pending:
+            continue
+        variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+        epochs = most_epochs(mode, family, spaces)
+        if epochs is not None:
+            variables[EPOCHS_VAR] = str(epochs)
+        cell = plan_cell(
+            config, variables, overrides, Path(cache_directory) if cache_directory else None
+        )
+        cell.pending_runs = trials + len(pending)
+        cell.notes.append(
+            f"{trials} search trial(s) and {len(pending)} seed run(s) to do, each at most "
+            + (f"{epochs} epochs (its space's upper end)" if epochs else "the config's epochs")
+        )
+        plans.append(cell)
+        counts.append((mode, trials, len(pending)))
+    if not plans:
+        return []
+    stream = sys.stdout if plan_only else sys.stderr
+    if calibrate and calibration_enabled():
+        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
+        stream.flush()
+        calibrate_plans(plans)
+    trials = sum(count[1] for count in counts)
+    seed_runs = sum(count[2] for count in counts)
+    stream.write(
+        f"{tool}: plan of the whole decision (--budget {budget}): {trials} search trial(s) "
+        f"and {seed_runs} seed run(s) over {len(plans)} mode(s)\n"
+    )
+    print_plan(plans, stream)
+    problems = plan_problems(plans)
+    if plan_only and problems:
+        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+    return plans
+
+
+__all__ = ["most_epochs", "plan_budget", "trials_to_run"]
