@@ -5,9 +5,12 @@ unit every machine shares, from the instances each epoch trained on and whether 
 trained.
 """
 
+import json
 import statistics
+from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
+from allennlp_tune.modes import block_groups
 from allennlp_tune.reporting.labels import (
     NOT_AVAILABLE,
 )
@@ -71,24 +74,83 @@ def uses_feature_cache(run: Run) -> bool:
     )
 
 
-def encoder_passes(run: Run) -> Optional[Tuple[int, int]]:
+# Where an encoder's config says how many layers it has (BERT and most families; DistilBERT).
+LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layers", "num_layers")
+
+
+def encoder_layers(run: Run) -> Optional[int]:
+    """
+    The number of layers of the run's encoder: `cost.json`'s `encoder_layers` (the `tune_cost`
+    callback records it), else, for runs from before it did, the `config.json` of the encoder
+    folder its config names (`...model_name`), when that folder is still there.
+    """
+    recorded = (run.cost or {}).get("encoder_layers")
+    if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0:
+        return recorded
+    for key, value in (run.settings or {}).items():
+        if not key.endswith(".model_name"):
+            continue
+        try:  # settings hold JSON texts: '"/path/to/encoder"'
+            folder = json.loads(value) if isinstance(value, str) else value
+            config = json.loads((Path(str(folder)) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, TypeError):
+            continue
+        for name in LAYER_COUNT_KEYS:
+            layers = config.get(name) if isinstance(config, dict) else None
+            if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+                return layers
+    return None
+
+
+def block_pass_shares(mode: str, layers: int, prefix_cached: bool) -> Optional[Tuple[float, float]]:
+    """
+    What one instance of a block mode's trained epoch costs, as (forward+backward,
+    forward-only) shares of a whole encoder pass (`None` for other modes). `topK` runs its K of
+    the L layers forward and backward, K/L of a fwd+bwd pass, and the frozen L-K below them
+    forward only, (L-K)/L of a forward pass, except in the epochs that read those from the
+    feature cache (`prefix_cached`: a cached run's epochs after its first), which run none of
+    them. `bottomK` tunes the lowest groups, so its backward pass runs through every layer
+    above them: a whole fwd+bwd pass.
+    """
+    groups = block_groups(mode)
+    if groups is None or layers <= 0:
+        return None
+    side, count = groups.split(":")
+    if side != "top":
+        return 1.0, 0.0
+    tuned = min(int(count), layers)
+    return tuned / layers, (0.0 if prefix_cached else (layers - tuned) / layers)
+
+
+def encoder_passes(run: Run) -> Optional[Tuple[float, float]]:
     """
     (forward+backward, forward-only) encoder passes over training instances, from `cost.json`'s
     `epoch_instances` and `epoch_encoder_trained`: an epoch whose encoder trains counts its
     instances forward and backward, a frozen epoch forward only, and with a feature cache only
-    the first frozen epoch (the later ones read the cache and run no encoder). Validation passes
-    are not counted. `None` for a run that did not record them.
+    the first frozen epoch (the later ones read the cache and run no encoder). A block mode's
+    trained epochs count the shares of `block_pass_shares` (top2 of 6 layers: a third of a
+    fwd+bwd pass and two thirds of a forward one, the latter only in its first epoch with a
+    cache); when its encoder's layers cannot be known (`encoder_layers`), whole passes, as
+    for ft. Validation passes are not counted. `None` for a run that did not record them.
     """
     cost = run.cost or {}
     instances, trained = cost.get("epoch_instances"), cost.get("epoch_encoder_trained")
     if not isinstance(instances, list) or not isinstance(trained, list) or not instances:
         return None
     cached = uses_feature_cache(run)
-    both = forward = 0
-    frozen_epochs = 0
+    mode = run.name.mode if run.name is not None else ""
+    layers = encoder_layers(run) if block_groups(mode) is not None else None
+    both = forward = 0.0
+    frozen_epochs = trained_epochs = 0
     for count, encoder_trained in zip(instances, trained):
         if encoder_trained:
-            both += int(count)
+            shares = (
+                block_pass_shares(mode, layers, cached and trained_epochs > 0) if layers else None
+            )
+            shares = shares or (1.0, 0.0)
+            both += int(count) * shares[0]
+            forward += int(count) * shares[1]
+            trained_epochs += 1
             continue
         if not cached or frozen_epochs == 0:
             forward += int(count)

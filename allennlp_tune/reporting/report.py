@@ -576,9 +576,9 @@ def build_report(
     for encoder in sorted({encoder for encoder, _, _ in cells}, key=_encoder_order):
         rows = []
         for task in tasks:
-            modes = ordered_run_modes(
-                [*RUN_MODES, *(m for e, t, m in cells if (e, t) == (encoder, task))]
-            )
+            # Every row of an encoder has the same modes: a block mode one task ran and
+            # another did not is an empty cell there (the score table has one header).
+            modes = ordered_run_modes([*RUN_MODES, *(m for e, _, m in cells if e == encoder)])
             if not any((encoder, task, mode) in cells for mode in modes):
                 continue
             paper = PAPER_TABLE_2.get(encoder, {})

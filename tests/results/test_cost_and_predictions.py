@@ -113,6 +113,8 @@ def test_frozen_run_trains_fewer_parameters_and_predicts_the_dev_set(tmp_path, m
     train_rows = (FIXTURE_DATA_DIR / "sst-2" / "train.tsv").read_text().strip().splitlines()
     assert cost["epoch_instances"] == [len(train_rows) - 1]
     assert cost["epoch_encoder_trained"] == [False]
+    # The fixture BERT's 4 layers, which a block mode's encoder passes are shares of.
+    assert cost["encoder_layers"] == 4
 
     size = record_archive_size(run_dir)
     assert size == (run_dir / "model.tar.gz").stat().st_size > 0

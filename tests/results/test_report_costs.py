@@ -263,3 +263,53 @@ def test_encoder_passes_count_instances_per_epoch_and_the_cache(tmp_path, make_r
         "forward_backward": 2000.0,
         "forward": 1000.0,
     }
+
+
+def test_block_arms_count_the_share_of_the_encoder_they_run(tmp_path, make_run):
+    """Of 6 layers (cost.json's encoder_layers), top2 with a feature cache: a third of a
+    fwd+bwd pass per epoch, and the four frozen layers forward (two thirds of a pass) in its
+    first epoch only; top2 without a cache: those four every epoch; bottom2: its backward pass
+    runs through every layer, a whole fwd+bwd pass. A block run whose layers are not known
+    counts whole passes, as ft. (MRPC and STS-B ran no bottom2: an empty cell in the one score
+    table of the encoder, not a missing one.)"""
+    root = tmp_path / "runs"
+    epochs = {"epoch_instances": [600, 600, 600], "epoch_encoder_trained": [True] * 3}
+    cells = {
+        "sick_e_bert_top2": ({}, 6),
+        "mrpc_bert_top2": (None, 6),
+        "sick_e_bert_bottom2": (None, 6),
+        "sts_b_bert_top2": (None, None),
+    }
+    for cell, (cache, layers) in cells.items():
+        run_dir = make_run(root / cell / "seed_1", 1, 0.8)
+        if cache is not None:
+            config = json.loads((run_dir / "config.json").read_text())
+            config["model"] = {"embedder": {"feature_cache": cache}}
+            (run_dir / "config.json").write_text(json.dumps(config))
+        add_outputs(run_dir, cost(1000, seconds=(1.0, 1.0, 1.0), encoder_layers=layers, **epochs))
+    rows = table_rows(
+        render_markdown(report_from_dirs([root], intervals=False)), "BERT: costs (mean over runs)"
+    )
+    assert rows["SICK-E top2"][-2] == "600 fwd+bwd, 400 fwd"
+    assert rows["MRPC top2"][-2] == "600 fwd+bwd, 1.2k fwd"
+    assert rows["SICK-E bottom2"][-2] == "1.8k fwd+bwd, 0 fwd"
+    assert rows["STS-B top2"][-2] == "1.8k fwd+bwd, 0 fwd"
+
+
+def test_a_run_from_before_encoder_layers_reads_its_encoder_folder(tmp_path, make_run):
+    """cost.json without encoder_layers: the layers come from the config.json of the encoder
+    folder the run's config names."""
+    from allennlp_tune.reporting.costs import encoder_layers
+    from allennlp_tune.rundir import load_run
+
+    encoder = tmp_path / "encoder"
+    encoder.mkdir()
+    (encoder / "config.json").write_text(json.dumps({"model_type": "bert", "num_hidden_layers": 4}))
+    run_dir = make_run(tmp_path / "runs" / "sick_e_bert_top1" / "seed_1", 1, 0.8)
+    config = json.loads((run_dir / "config.json").read_text())
+    config["model"] = {"embedder": {"type": "tune_transformer", "model_name": str(encoder)}}
+    (run_dir / "config.json").write_text(json.dumps(config))
+    add_outputs(run_dir, cost(1000))
+    assert encoder_layers(load_run(run_dir)) == 4
+    (encoder / "config.json").unlink()
+    assert encoder_layers(load_run(run_dir)) is None

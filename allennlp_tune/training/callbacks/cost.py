@@ -18,13 +18,15 @@ The `tune_cost` callback writes `cost.json` into the serialization directory aft
   "epochs": 2,
   "epoch_instances": [5000, 5000],      // training instances per epoch (this process's)
   "epoch_encoder_trained": [false, false],  // whether the encoder trained (beyond its scalar mix)
+  "encoder_layers": 12,                 // the encoder's layers (its config's), null if unknown
   "finished": true                      // false while training (or when it was stopped)
 }
 ```
 
 `epoch_instances` and `epoch_encoder_trained` give the cost in a unit every machine shares:
 encoder passes (instances x epochs), forward and backward in an epoch whose encoder trains,
-forward only in one whose encoder is frozen (tune-report: `encoder_passes`). Instances are
+forward only in one whose encoder is frozen (tune-report: `encoder_passes`; a block mode's
+epochs count the share of `encoder_layers` they run forward and backward). Instances are
 counted from each training batch's first tensor (its first dimension); under distributed
 training each process counts its own share and the primary writes its count.
 
@@ -87,6 +89,19 @@ def encoder_trains(model: torch.nn.Module) -> bool:
         for parameter in module.parameters()
     }
     return any(p.requires_grad and id(p) not in mixes for p in encoder_parameters(model))
+
+
+def encoder_layers(model: torch.nn.Module) -> Optional[int]:
+    """The layers of the model's transformer encoder: `num_hidden_layers` (or DistilBERT's
+    `n_layers`) of the first token embedder with a Hugging Face `config`; `None` without one
+    (ELMo, a toy embedder)."""
+    for module in model.modules():
+        config = getattr(module, "config", None) if isinstance(module, TokenEmbedder) else None
+        for name in ("num_hidden_layers", "n_layers"):
+            layers = getattr(config, name, None)
+            if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+                return layers
+    return None
 
 
 def batch_instances(batch: Any) -> int:
@@ -173,6 +188,7 @@ class CostCallback(TrainerCallback):
             "epochs": len(seconds),
             "epoch_instances": list(self._epoch_instances),
             "epoch_encoder_trained": list(self._epoch_encoder_trained),
+            "encoder_layers": encoder_layers(model),
             "finished": finished,
         }
 
