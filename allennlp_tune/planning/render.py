@@ -65,7 +65,8 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         if plan.time_source != "cost model" and plan.epoch_seconds is not None:
             epoch_text += f" ({plan.time_source})"
         total = planned_run_seconds(plan)
-        total_text = "n/a" if total is None else f"{_duration(total)} ({plan.epochs} epochs)"
+        epochs = f"{plan.epochs} epoch{'' if plan.epochs == 1 else 's'}"
+        total_text = "n/a" if total is None else f"{_duration(total)} ({epochs})"
         lines.append(
             f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
             f"{f'{data.wordpieces:,}' if data else 'n/a'} | {encoder_text} | {cache_text} | "
@@ -173,7 +174,8 @@ def estimate_error(
         planned = plan.first_epoch_seconds + plan.epoch_seconds * (epochs - 1)
     error = f"{100 * (measured - planned) / planned:+.0f}%" if planned > 0 else "n/a"
     return (
-        f"took {_clock(measured)} ({what}, {epochs} epochs), planned {_clock(planned)} "
+        f"took {_clock(measured)} ({what}, {epochs} epoch{'' if epochs == 1 else 's'}), "
+        f"planned {_clock(planned)} "
         f"({error}, {plan.time_source})"
     )
 
