@@ -4,7 +4,8 @@ model, which was fitted on one 2-core machine and can be off by a factor on anot
 
 For a cell whose train data the planner counted, `calibrate_cell` builds the cell's model from
 its rendered config (`Model.from_params`, with a vocabulary from the instances it reads), reads
-the first few batches of the train split with the config's own reader and batch size, and times
+the first few batches of the train split with the config's own reader and batch size (grouped
+by length as the config's bucket sampler groups them, `batches_as_loaded`), and times
 what the trainer does per batch: forward, backward and the config's optimizer step
 (`time_batches`). One warm-up batch is not timed (lazy allocations, the tokenizer's first call),
 then up to `batches` batches are timed, within `cap_seconds` of wall time in all. The epoch's
@@ -109,6 +110,32 @@ def _without_user_cache(rendered: Dict[str, Any], directory: str) -> Dict[str, A
     return rendered
 
 
+def batches_as_loaded(
+    instances: List[Any], loader: Any, vocabulary: Any, batch_size: int
+) -> List[List[Any]]:
+    """
+    The timed batches: the first `batch_size` instances (the warm-up batch), then the rest in
+    batches as the config's data loader makes them. With a `bucket` batch sampler (the shipped
+    configs'), AllenNLP's `BucketBatchSampler` built from the config groups them by length, so
+    a timed batch is padded like a training batch; in file order, each batch would pad to its
+    longest of 32 unsorted instances, and a SICK-E epoch of MPNet was planned 33% over what it
+    took (bench/README.md, "MPNet").
+    """
+    from allennlp.common import Params
+    from allennlp.data.samplers import BatchSampler
+
+    warm, rest = instances[:batch_size], instances[batch_size:]
+    sampler = loader.get("batch_sampler") if isinstance(loader, dict) else None
+    if rest and isinstance(sampler, dict) and sampler.get("type") == "bucket":
+        for instance in rest:
+            instance.index_fields(vocabulary)
+        bucket = BatchSampler.from_params(
+            Params({**copy.deepcopy(sampler), "batch_size": batch_size})
+        )
+        return [warm] + [[rest[i] for i in batch] for batch in bucket.get_batch_indices(rest)]
+    return [warm] + [rest[i : i + batch_size] for i in range(0, len(rest), batch_size)]
+
+
 def time_batches(
     rendered: Dict[str, Any],
     cached: bool,
@@ -170,7 +197,7 @@ def time_batches(
                 model_parameters=parameters,
                 params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),
             )
-        groups = [instances[i : i + batch_size] for i in range(0, len(instances), batch_size)]
+        groups = batches_as_loaded(instances, config.get("data_loader"), vocabulary, batch_size)
 
         def tensors(group):
             batch = Batch(group)
@@ -346,6 +373,7 @@ def _remembered(timer: Timer) -> Timer:
 
 __all__ = [
     "BatchTiming",
+    "batches_as_loaded",
     "CALIBRATE_ENV",
     "calibrate_cell",
     "calibrate_plans",
