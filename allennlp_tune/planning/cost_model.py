@@ -88,8 +88,11 @@ class ModeCost:
 
 # Fitted with `fit.fit_cost_model` on this machine (2 CPU cores, no GPU) to MiniLM
 # (all-MiniLM-L6-v2: L = 6, H = 384, P = 22,565,376) runs, then pasted from
-# `format_cost_model(...)`; `P` never varies, so `c` is BASE_RSS_MB and `d` scales MiniLM's
-# memory to other encoders.
+# `format_cost_model(...)`; where `P` never varies, `c` is BASE_RSS_MB and `d` scales MiniLM's
+# memory to other encoders. That scaling put MPNet (P = 108,895,488) at 5.9-7.1 GB where its
+# SICK-E runs peaked at 2.8-4.6 GB (bench/README.md, "MPNet"), so the fe, ft and lora entries'
+# c and d now go through one run of each encoder (SICK-E, N = 4,439); the times per epoch are
+# still MiniLM's alone (the plan calibrates them on the user's machine).
 # - "ft", "sf", "bitfit", "lora" and "fe/tune_bcn": the growth bench (bench/bench_growth.py,
 #   bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and all 67,349 SST-2 sentences,
 #   each alone on the idle machine, with its own feature cache (REFIT:
@@ -103,8 +106,9 @@ class ModeCost:
 # - "fe/tune_tagger", "ft/tune_tagger": the full CoNLL-2003 runs of docs/RESULTS.md section 12
 #   (one run each: they reproduce those cells, scaled by W x L x H^2).
 COST_MODEL: Dict[str, ModeCost] = {
-    # tune-compare's sick_e / sts_b fe cells (runs/real/compare)
-    "fe": ModeCost(a=0.0, b=8.55011e-10, c=890.0, d=4.63155e-05, runs=4),
+    # tune-compare's sick_e / sts_b fe cells (runs/real/compare); RAM refitted to two encoders
+    # (MiniLM, MPNet: SICK-E fe, 1849.5 and 2758.9 MB; `fit_cost_model` on the two runs)
+    "fe": ModeCost(a=0.0, b=8.55011e-10, c=1611.8, d=1.0534e-05, runs=4),
     # the growth bench: sst2_bert_fe at 1k, 4k, 16k and 67,349 sentences (the BCN: 21.0 M
     # trainable parameters)
     "fe/tune_bcn": ModeCost(
@@ -122,7 +126,9 @@ COST_MODEL: Dict[str, ModeCost] = {
         a=0.0, b=4.60917e-10, c=890.0, d=5.19734e-05, runs=1, first_a=0.0, first_b=1.08621e-09
     ),
     # the growth bench: sst2_bert_ft at 1k, 4k (twice), 16k and 67,349 sentences
-    "ft": ModeCost(a=0.0, b=1.63793e-09, c=890.0, d=5.33123e-05, g=0.00787388, runs=5),
+    # (time); RAM: c and d through MiniLM's and MPNet's SICK-E ft peaks (2106.8, 4615.4 MB),
+    # g as fitted on the growth bench
+    "ft": ModeCost(a=0.0, b=1.63793e-09, c=1416.1, d=2.90582e-05, g=0.00787388, runs=5),
     # conll2003_bert_ft/seed_1
     "ft/tune_tagger": ModeCost(a=0.0, b=1.86579e-09, c=890.0, d=0.000114259, runs=1),
     # the growth bench at 1k, 4k, 16k and 67,349 sentences (3 epochs, the first frozen: their
@@ -131,7 +137,8 @@ COST_MODEL: Dict[str, ModeCost] = {
     # the growth bench at 1k, 4k, 16k and 67,349 sentences (lr 3e-3)
     "bitfit": ModeCost(a=5.58552, b=8.47648e-10, c=890.0, d=3.51345e-05, g=0.00809187, runs=4),
     # the growth bench at 1k, 4k, 16k and 67,349 sentences (r 8, query / value, lr 5e-4)
-    "lora": ModeCost(a=0.0, b=1.05158e-09, c=890.0, d=4.31752e-05, g=0.00897627, runs=4),
+    # (time); RAM: c and d through MiniLM's and MPNet's SICK-E LoRA peaks (1815.1, 3888.5 MB)
+    "lora": ModeCost(a=0.0, b=1.05158e-09, c=1233.3, d=2.40171e-05, g=0.00897627, runs=4),
 }
 
 
