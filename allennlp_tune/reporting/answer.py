@@ -74,6 +74,21 @@ def under_trained(row: Row) -> Dict[str, Tuple[int, int, int]]:
     return found
 
 
+def single_epoch(row: Row) -> Dict[str, Tuple[int, int]]:
+    """Per mode with scored runs that trained one epoch only (`metrics.json`'s `epoch` 0):
+    (such runs, scored runs). Such a run cannot show whether it was still improving, so
+    `under_trained` says nothing of it and the answer warns apart."""
+    found: Dict[str, Tuple[int, int]] = {}
+    for mode in row.used_modes():
+        runs = row.cells[mode].scored_runs
+        once = sum(
+            1 for run in runs if (read_json(run.path / METRICS_NAME) or {}).get("epoch") == 0
+        )
+        if once:
+            found[mode] = (once, len(runs))
+    return found
+
+
 def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]:
     """(the other mode, difference, low, high) of a pair, as `mode` − the other."""
     if result.mode_a == mode:
@@ -223,7 +238,8 @@ def answer_sentence(
 
 def answer_lines(report: "Report") -> List[str]:
     """The answer sentence of every row with paired results, each with its under-training
-    warnings (a mode whose best epoch was its last: still improving when it stopped)."""
+    warnings (a mode whose best epoch was its last: still improving when it stopped; a mode
+    trained a single epoch, which cannot tell)."""
     lines = []
     for label, row in report.labelled_rows():
         encoder = next(
@@ -247,6 +263,12 @@ def answer_lines(report: "Report") -> List[str]:
                 f"runs ({epochs} epochs): still improving when training stopped, so "
                 "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
                 "another rate may change its verdict."
+            )
+        for mode, (once, runs) in single_epoch(row).items():
+            lines.append(
+                f"Warning: {label} {mode}: trained a single epoch in {once} of {runs} runs, "
+                "so whether it was still improving cannot be told; train it longer "
+                "(TUNE_EPOCHS) before acting on its verdict."
             )
     if lines and report.split != "validation":
         lines.insert(

@@ -90,3 +90,20 @@ def test_the_papers_columns_stay_beside_the_papers_tasks(tmp_path, make_run):
     [sentence] = notes(markdown, ANSWER_TITLE)
     assert sentence.startswith("BERT SICK-E (accuracy, points, 95% intervals): use ft")
     assert "no costs recorded" in sentence
+
+
+def test_a_mode_trained_one_epoch_is_warned_of(tmp_path, make_run):
+    """A single epoch cannot show a rising curve (no best-was-last warning), so the answer
+    says that it cannot tell, for that mode only."""
+    root = own_task(tmp_path, make_run, rising=())
+    for seed in (1, 2):
+        metrics_file = root / "reviews_minilm_lora" / f"seed_{seed}" / "metrics.json"
+        metrics = json.loads(metrics_file.read_text())
+        metrics.update(epoch=0, best_epoch=0)
+        metrics_file.write_text(json.dumps(metrics))
+    sentence, *warnings = notes(render_markdown(report(root)), ANSWER_TITLE)
+    assert warnings == [
+        "Warning: minilm reviews lora: trained a single epoch in 2 of 3 runs, so whether it was "
+        "still improving cannot be told; train it longer (TUNE_EPOCHS) before acting on its "
+        "verdict."
+    ]
