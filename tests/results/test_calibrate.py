@@ -2,6 +2,7 @@
 and each finished run's time against its plan."""
 
 import dataclasses
+import importlib.util
 import json
 import logging
 from pathlib import Path
@@ -58,6 +59,10 @@ def test_ft_and_fe_cells_are_timed_on_this_machine(tmp_path):
     assert f"RAM from COST_MODEL[{ft.cost_key!r}]" in table
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("peft") is None,
+    reason="peft (allennlp-tune[lora]) is not installed; it needs torch >= 1.13",
+)
 def test_timing_a_lora_cell_says_nothing_before_the_plan(tmp_path, caplog):
     """Building a LoRA cell's model and optimizer logs its targets (INFO) and AllenNLP's warning
     that the LayerNorm parameter group matches no trainable parameter; both belong to the run's
