@@ -5,9 +5,7 @@ unit every machine shares, from the instances each epoch trained on and whether 
 trained.
 """
 
-import json
 import statistics
-from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
 from allennlp_tune.modes import block_groups
@@ -15,7 +13,9 @@ from allennlp_tune.reporting.labels import (
     NOT_AVAILABLE,
 )
 from allennlp_tune.rundir import (
+    CONFIG_NAME,
     Run,
+    read_json,
 )
 
 # The cost table: (title, cost.json key, how a mean is shown); GPU MB only where some run has it.
@@ -74,32 +74,25 @@ def uses_feature_cache(run: Run) -> bool:
     )
 
 
-# Where an encoder's config says how many layers it has (BERT and most families; DistilBERT).
-LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layers", "num_layers")
-
-
 def encoder_layers(run: Run) -> Optional[int]:
     """
     The number of layers of the run's encoder: `cost.json`'s `encoder_layers` (the `tune_cost`
-    callback records it), else, for runs from before it did, the `config.json` of the encoder
-    folder its config names (`...model_name`), when that folder is still there.
+    callback records it), else, for runs from before it did, the planner's reading of the
+    encoder folder its config names (`encoder_size.transformer_size`), when that folder is
+    still there.
     """
     recorded = (run.cost or {}).get("encoder_layers")
     if isinstance(recorded, int) and not isinstance(recorded, bool) and recorded > 0:
         return recorded
-    for key, value in (run.settings or {}).items():
-        if not key.endswith(".model_name"):
-            continue
-        try:  # settings hold JSON texts: '"/path/to/encoder"'
-            folder = json.loads(value) if isinstance(value, str) else value
-            config = json.loads((Path(str(folder)) / "config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, TypeError):
-            continue
-        for name in LAYER_COUNT_KEYS:
-            layers = config.get(name) if isinstance(config, dict) else None
-            if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
-                return layers
-    return None
+    from allennlp_tune.planning.encoder_size import find_embedder, transformer_size
+
+    embedder = find_embedder(read_json(run.path / CONFIG_NAME) or {})
+    if embedder is None or "model_name" not in embedder:
+        return None
+    try:
+        return transformer_size(str(embedder["model_name"])).num_layers
+    except (OSError, ValueError, KeyError, AttributeError):  # the folder is gone or not a model
+        return None
 
 
 def block_pass_shares(mode: str, layers: int, prefix_cached: bool) -> Optional[Tuple[float, float]]:

@@ -92,15 +92,14 @@ def encoder_trains(model: torch.nn.Module) -> bool:
 
 
 def encoder_layers(model: torch.nn.Module) -> Optional[int]:
-    """The layers of the model's transformer encoder: `num_hidden_layers` (or DistilBERT's
-    `n_layers`) of the first token embedder with a Hugging Face `config`; `None` without one
-    (ELMo, a toy embedder)."""
+    """The layers of the model's transformer encoder: `num_hidden_layers` of the first token
+    embedder with a Hugging Face `config` (every family's config maps that name, DistilBERT's
+    `n_layers` too); `None` without one (ELMo, a toy embedder)."""
     for module in model.modules():
         config = getattr(module, "config", None) if isinstance(module, TokenEmbedder) else None
-        for name in ("num_hidden_layers", "n_layers"):
-            layers = getattr(config, name, None)
-            if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
-                return layers
+        layers = getattr(config, "num_hidden_layers", None)
+        if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0:
+            return layers
     return None
 
 
