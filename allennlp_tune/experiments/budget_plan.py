@@ -20,9 +20,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.budget import SEARCH_SEED, _finished, _load_study, mode_space
-from allennlp_tune.experiments.grid import _shared_cache
+from allennlp_tune.experiments.grid import _shared_cache, pending_seeds
 from allennlp_tune.experiments.search import _storage_url
-from allennlp_tune.rundir import SEED_EXT_VAR, config_stem, is_complete
+from allennlp_tune.rundir import SEED_EXT_VAR, config_stem
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
 
 EPOCHS_VAR = "TUNE_EPOCHS"
@@ -83,11 +83,7 @@ def plan_budget(
     counts = []
     for mode, config in configs.items():
         trials = trials_to_run(config, budget, results_dir, shared)
-        pending = [
-            seed
-            for seed in seeds
-            if not is_complete(results_dir / config_stem(config) / f"seed_{seed}")
-        ]
+        pending = pending_seeds(config, seeds, results_dir)
         if not trials and not pending:
             continue
         variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}

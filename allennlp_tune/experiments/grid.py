@@ -212,6 +212,20 @@ def _before_training(
     return retrain, plans
 
 
+def pending_seeds(
+    config: Path, seeds: Sequence[int], results_dir: Path, retrain: Iterable[Path] = ()
+) -> List[int]:
+    """The seeds of `config` with a run to do in `results_dir`: not complete, or complete and
+    to be trained again (`retrain`: their run folders)."""
+    retrain = set(retrain)
+    folder = results_dir / config_stem(config)
+    return [
+        seed
+        for seed in seeds
+        if not is_complete(folder / f"seed_{seed}") or folder / f"seed_{seed}" in retrain
+    ]
+
+
 def _plan_before_training(
     configs: Sequence[Path],
     seeds: Sequence[int],
@@ -233,15 +247,10 @@ def _plan_before_training(
     from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems
     from allennlp_tune.planning.render import print_plan
 
-    retrain = set(retrain)
+    retrain = set(retrain)  # once, for every config below
     plans = []
     for config in configs:
-        pending = [
-            seed
-            for seed in seeds
-            if not is_complete(results_dir / config_stem(config) / f"seed_{seed}")
-            or results_dir / config_stem(config) / f"seed_{seed}" in retrain
-        ]
+        pending = pending_seeds(config, seeds, results_dir, retrain)
         if not pending:
             continue
         run_ext_vars = {
