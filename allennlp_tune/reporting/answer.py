@@ -96,17 +96,55 @@ def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]
     return result.mode_a, -result.difference, -result.high, -result.low
 
 
-def _cost_key(row: Row, mode: str) -> Tuple[float, float, Tuple[int, int, int, str]]:
-    """Cheapest first: mean seconds per epoch, then trainable parameters, then the report's order
-    of modes (`mode_order`)."""
+# A backward pass through the encoder costs about two forward ones (Kaplan et al., 2020: 6N
+# against 2N flops per token), so a fwd+bwd pass counts as three forward passes.
+BACKWARD_FORWARDS = 2.0
+BY_PASSES = "encoder passes"
+BY_SECONDS = "seconds per epoch"
+
+
+def _forward_equivalents(row: Row, mode: str) -> Optional[float]:
+    """A mode's mean encoder passes per scored run (`mean_encoder_passes`) as forward passes:
+    fwd+bwd x (1 + `BACKWARD_FORWARDS`) + fwd; `None` where its runs recorded none."""
+    passes = mean_encoder_passes(row.cells[mode].scored_runs)
+    if passes is None:
+        return None
+    both, forward = passes
+    return both * (1.0 + BACKWARD_FORWARDS) + forward
+
+
+def cost_unit(row: Row, modes: List[str]) -> str:
+    """What "cheapest" is measured in among `modes`: encoder passes (`BY_PASSES`) when every one
+    of them recorded its passes, a count that does not move with the machine's load; else the
+    mean seconds per epoch (`BY_SECONDS`, runs from before passes were recorded)."""
+    if modes and all(_forward_equivalents(row, mode) is not None for mode in modes):
+        return BY_PASSES
+    return BY_SECONDS
+
+
+def _cost_key(
+    row: Row, mode: str, unit: str = BY_SECONDS
+) -> Tuple[float, float, Tuple[int, int, int, str]]:
+    """Cheapest first: the `unit`'s cost (encoder passes as forward equivalents per run, or mean
+    seconds per epoch), then trainable parameters (which orders LoRA and BitFit, whose passes
+    equal ft's, below ft), then the report's order of modes (`mode_order`)."""
     cell = row.cells[mode]
-    seconds = cell.cost_mean("mean_epoch_seconds")
+    if unit == BY_PASSES:
+        cost = _forward_equivalents(row, mode)
+    else:
+        cost = cell.cost_mean("mean_epoch_seconds")
     params = cell.cost_mean("trainable_params")
     return (
-        seconds if seconds is not None else float("inf"),
+        cost if cost is not None else float("inf"),
         params if params is not None else float("inf"),
         mode_order(mode),
     )
+
+
+def _cheapest(row: Row, modes: List[str]) -> str:
+    """The cheapest of `modes` (`_cost_key` in their `cost_unit`)."""
+    unit = cost_unit(row, modes)
+    return min(modes, key=lambda mode: _cost_key(row, mode, unit))
 
 
 def _unbeaten(row: Row) -> List[str]:
@@ -150,19 +188,20 @@ def within_margin_of(row: Row, best: str, margin: float) -> Dict[str, Tuple[floa
 def choose_arm(row: Row, margin: Optional[float] = None) -> Optional[str]:
     """
     The arm to use; `None` without paired results. Without a margin: of the compared modes
-    that no pair found worse than another, the cheapest (`_cost_key`). With a margin (points,
-    `tune-report --margin M`): the cheapest of the modes not worse than the best arm
+    that no pair found worse than another, the cheapest (`_cost_key`: in encoder passes where
+    every one recorded them, else seconds per epoch; then trainable parameters). With a margin
+    (points, `tune-report --margin M`): the cheapest of the modes not worse than the best arm
     (`best_arm`) by more than M (`within_margin_of`), so that a block of layers or an
     adapter that stays within M of full fine-tuning is chosen for its lower cost, and one
     whose interval reaches further below is not.
     """
     if margin is None:
         unbeaten = _unbeaten(row)
-        return min(unbeaten, key=lambda mode: _cost_key(row, mode)) if unbeaten else None
+        return _cheapest(row, unbeaten) if unbeaten else None
     best = best_arm(row)
     if best is None:
         return None
-    return min(within_margin_of(row, best, margin), key=lambda mode: _cost_key(row, mode))
+    return _cheapest(row, list(within_margin_of(row, best, margin)))
 
 
 def _cost_words(row: Row, mode: str) -> str:
@@ -203,11 +242,13 @@ def answer_sentence(
             said.append(f"is {result.verdict} of {other} ({interval})")
     # A tie (or equivalence) with another arm: both are unbeaten, and the cheaper was chosen.
     tied = any(not text.startswith("beats") for text in said)
-    why = " (the cheapest per epoch of the arms that no other beats)" if tied else ""
+    unit = cost_unit(row, _unbeaten(row) if margin is None else [])
+    why = f" (the cheapest, in {unit}, of the arms that no other beats)" if tied else ""
     best = best_arm(row) if margin is not None else None
     if best is not None and best != arm:
+        unit = cost_unit(row, list(within_margin_of(row, best, margin)))
         why = (
-            f" (the cheapest per epoch of the arms not worse than the best, {best}, by more "
+            f" (the cheapest, in {unit}, of the arms not worse than the best, {best}, by more "
             f"than {margin:g} points: the lower end of its interval against {best} is above "
             f"-{margin:g})"
         )

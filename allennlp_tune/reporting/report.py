@@ -34,15 +34,17 @@ interval on test (`tables.test_table`); `--split test` scores the whole report o
 intervals from the test predictions.
 
 The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
-the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest by
-mean seconds per epoch, then trainable parameters; with `--margin M`, the cheapest of the modes
-whose interval against the best unbeaten mode stays above −M), its 95% intervals against the
-modes it was compared with, its cost (s/epoch, trainable parameters) against theirs, and whether
-the recipes were searched (every run's `tune_run.json` records a `search`; otherwise it says
-"default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last (`epoch`,
-after two epochs or more) in some run gets a warning: still improving, under-trained at a recipe
-nobody searched. A table whose rows have none of the paper's numbers (tasks or encoders that are
-not the paper's) leaves out the paper's columns, and the summary its citation.
+the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest
+in encoder passes, a fwd+bwd pass counted as three forward ones (mean seconds per epoch where a
+mode's runs predate the count), then trainable parameters; with `--margin M`, the cheapest of
+the modes whose interval against the best unbeaten mode stays above −M), its 95% intervals
+against the modes it was compared with, its cost (s/epoch, trainable parameters, encoder passes)
+against theirs, and whether the recipes were searched (every run's `tune_run.json` records a
+`search`; otherwise it says "default recipes"). A mode whose best epoch (`metrics.json`
+`best_epoch`) was its last (`epoch`, after two epochs or more) in some run gets a warning: still
+improving, under-trained at a recipe nobody searched. A table whose rows have none of the
+paper's numbers (tasks or encoders that are not the paper's) leaves out the paper's columns, and
+the summary its citation.
 
 Equal budgets. A results folder of `tune-compare --budget K` holds `budget.json`
 (`allennlp_tune.experiments.budget`): a table shows per mode its trials (complete / pruned /

@@ -38,11 +38,12 @@ def test_the_answer_comes_first_with_its_interval_cost_and_fairness(tmp_path, ma
     markdown = render_markdown(rendered)
     assert markdown.index(f"## {ANSWER_TITLE}") < markdown.index("## minilm\n")
     sentence, warning = notes(markdown, ANSWER_TITLE)
-    # ft and lora both beat fe and tie each other: the cheaper of the two (s/epoch) is the arm.
+    # ft and lora both beat fe and tie each other, with the same encoder passes: the one with
+    # fewer trainable parameters is the arm.
     assert choose_arm(rendered.rows()[0]) == "lora"
     assert sentence.startswith(
         "minilm reviews (accuracy, points, 95% intervals): use lora (low-rank adapters) (the "
-        "cheapest per epoch of the arms that no other beats): it beats fe by +33.3 ["
+        "cheapest, in encoder passes, of the arms that no other beats): it beats fe by +33.3 ["
     )
     assert "], ties ft (+0.0 [+0.0, +0.0]); it costs" in sentence
     assert (
@@ -107,3 +108,36 @@ def test_a_mode_trained_one_epoch_is_warned_of(tmp_path, make_run):
         "still improving cannot be told; train it longer (TUNE_EPOCHS) before acting on its "
         "verdict."
     ]
+
+
+def tied_fe_and_ft(tmp_path, make_run, passes=True):
+    """fe and ft equally good (a tie); fe's epochs took longer on the clock (its first epoch
+    fills the feature cache, and the machine was busy) but it ran the encoder forward once,
+    where ft ran 3 x 120 fwd+bwd passes. With `passes=False` ft's runs predate the count."""
+    root = tmp_path / "runs"
+    for seed in (1, 2, 3):
+        for mode, seconds in (("fe", 12.0), ("ft", 9.0)):
+            run_dir = make(make_run, root, f"reviews_minilm_{mode}", seed, wrong_every(10, seed))
+            cost = {
+                "trainable_params": 1e6 if mode == "fe" else 2.3e7,
+                "mean_epoch_seconds": seconds,
+            }
+            if passes or mode == "fe":
+                cost.update(epoch_instances=[120] * 3, epoch_encoder_trained=[mode == "ft"] * 3)
+            (run_dir / "cost.json").write_text(json.dumps(cost))
+    return root
+
+
+def test_cheapest_is_counted_in_encoder_passes_not_the_clock(tmp_path, make_run):
+    rendered = report(tied_fe_and_ft(tmp_path, make_run))
+    assert choose_arm(rendered.rows()[0]) == "fe"
+    [sentence] = notes(render_markdown(rendered), ANSWER_TITLE)
+    assert "use fe (feature extraction) (the cheapest, in encoder passes, of the arms" in sentence
+    assert "encoder passes 0 fwd+bwd, 360 fwd against ft 9.0 s/epoch" in sentence
+
+
+def test_cheapest_falls_back_to_seconds_when_a_mode_has_no_passes(tmp_path, make_run):
+    rendered = report(tied_fe_and_ft(tmp_path, make_run, passes=False))
+    assert choose_arm(rendered.rows()[0]) == "ft"
+    [sentence] = notes(render_markdown(rendered), ANSWER_TITLE)
+    assert "use ft (fine-tuning) (the cheapest, in seconds per epoch, of the arms" in sentence
