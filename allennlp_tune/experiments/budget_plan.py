@@ -13,11 +13,8 @@ what is left. The table and its `Estimated total` line are the grid's (`planning
 total is an upper bound: pruned trials and early stopping end runs sooner.
 """
 
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
-
-from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.budget import SEARCH_SEED, _finished, _load_study, mode_space
 from allennlp_tune.experiments.grid import _shared_cache, pending_seeds
@@ -67,15 +64,16 @@ def plan_budget(
     tool: str = "tune-compare",
 ) -> List["CellPlan"]:  # noqa: F821  (planning's, imported lazily)
     """
-    Prints the plan of the module docstring (stdout with `plan_only`, else stderr) and returns
-    its cells. `seeds`: the seed runs each mode may train (with `--sequential`, up to its last
-    look). `shared`: the searches are shared with workers through a coordinator. With
-    `plan_only`, a cell that cannot train raises a `ConfigurationError` after the table.
+    Prints the plan of the module docstring (`planning.render.show_plans`: stdout with
+    `plan_only`, else stderr) and returns its cells. `seeds`: the seed runs each mode may train
+    (with `--sequential`, up to its last look). `shared`: the searches are shared with workers
+    through a coordinator. A cell whose cache would not fit raises a `ConfigurationError` after
+    the table, as in the grid's plan (its trials would train without the cache); with
+    `plan_only`, so does a cell that cannot train.
     """
     from allennlp_tune.modules.feature_cache import user_cache_directory
-    from allennlp_tune.planning.calibrate import calibrate_plans, calibration_enabled
-    from allennlp_tune.planning.plan import plan_cell, plan_problems
-    from allennlp_tune.planning.render import print_plan
+    from allennlp_tune.planning.plan import plan_cell
+    from allennlp_tune.planning.render import show_plans
 
     results_dir = Path(results_dir)
     cache_directory = _shared_cache(results_dir, ext_vars) or user_cache_directory(ext_vars)
@@ -102,21 +100,13 @@ def plan_budget(
         counts.append((mode, trials, len(pending)))
     if not plans:
         return []
-    stream = sys.stdout if plan_only else sys.stderr
-    if calibrate and calibration_enabled():
-        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
-        stream.flush()
-        calibrate_plans(plans)
     trials = sum(count[1] for count in counts)
     seed_runs = sum(count[2] for count in counts)
-    stream.write(
-        f"{tool}: plan of the whole decision (--budget {budget}): {trials} search trial(s) "
-        f"and {seed_runs} seed run(s) over {len(plans)} mode(s)\n"
+    heading = (
+        f"plan of the whole decision (--budget {budget}): {trials} search trial(s) and "
+        f"{seed_runs} seed run(s) over {len(plans)} mode(s)"
     )
-    print_plan(plans, stream)
-    problems = plan_problems(plans)
-    if plan_only and problems:
-        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+    show_plans(plans, heading, tool, plan_only, calibrate)
     return plans
 
 

@@ -243,9 +243,8 @@ def _plan_before_training(
     train again), calibrated on this machine when `calibrate` and `TUNE_PLAN_CALIBRATE` allow;
     raises when a cache won't fit. Returns the plans by config stem."""
     from allennlp_tune.modules.feature_cache import user_cache_directory
-    from allennlp_tune.planning.calibrate import calibrate_plans, calibration_enabled
-    from allennlp_tune.planning.plan import budget_failures, plan_cell, plan_problems
-    from allennlp_tune.planning.render import print_plan
+    from allennlp_tune.planning.plan import plan_cell
+    from allennlp_tune.planning.render import show_plans
 
     retrain = set(retrain)  # once, for every config below
     plans = []
@@ -265,20 +264,9 @@ def _plan_before_training(
         plans.append(cell)
     if not plans:
         return {}
-    stream = sys.stdout if plan_only else sys.stderr
-    message = budget_failures(plans)
-    # A grid refused for its caches is not worth the timing.
-    if calibrate and calibration_enabled() and not message:
-        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
-        stream.flush()
-        calibrate_plans(plans)
-    stream.write(f"{tool}: plan of the {len(plans)} cell(s) with runs to do\n")
-    print_plan(plans, stream)
-    if message:
-        raise ConfigurationError(f"nothing was trained: {message}")
-    problems = plan_problems(plans)
-    if plan_only and problems:
-        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+    show_plans(
+        plans, f"plan of the {len(plans)} cell(s) with runs to do", tool, plan_only, calibrate
+    )
     return {cell.stem: cell for cell in plans}
 
 

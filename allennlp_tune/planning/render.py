@@ -135,6 +135,42 @@ def print_plan(plans: Sequence[CellPlan], stream: Optional[TextIO] = None) -> No
     stream.flush()
 
 
+def show_plans(
+    plans: Sequence[CellPlan],
+    heading: str,
+    tool: str,
+    plan_only: bool = False,
+    calibrate: bool = True,
+) -> None:
+    """
+    What tune-grid and tune-compare say before anything trains: time a few batches of each
+    cell on this machine (`calibrate.calibrate_plans`, when `calibrate` and
+    `TUNE_PLAN_CALIBRATE` allow, and not for plans refused for their caches: such a grid is not
+    worth the timing), then `tool: heading` and the table (`print_plan`), on stdout with
+    `plan_only`, else stderr. Raises a `ConfigurationError` when a cell's cache would not fit
+    (`plan.budget_failures`) and, with `plan_only`, when a cell cannot train
+    (`plan.plan_problems`), after the table.
+    """
+    from allennlp.common.checks import ConfigurationError
+
+    from allennlp_tune.planning.calibrate import calibrate_plans, calibration_enabled
+    from allennlp_tune.planning.plan import budget_failures, plan_problems
+
+    stream = sys.stdout if plan_only else sys.stderr
+    refused = budget_failures(plans)
+    if calibrate and calibration_enabled() and not refused:
+        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
+        stream.flush()
+        calibrate_plans(plans)
+    stream.write(f"{tool}: {heading}\n")
+    print_plan(plans, stream)
+    if refused:
+        raise ConfigurationError(f"nothing was trained: {refused}")
+    problems = plan_problems(plans)
+    if plan_only and problems:
+        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+
+
 def _clock(seconds: float) -> str:
     """Seconds as m:ss, or h:mm:ss from an hour."""
     whole = int(round(seconds))

@@ -302,3 +302,20 @@ def test_the_plan_before_the_search_covers_every_trial_and_seed(tmp_path, capsys
     printed = plan_only()
     assert "reviews_bertuncased_ft: 2 search trial(s) and 2 seed run(s) to do" in printed
     assert " for 9 run(s) " in printed
+
+
+def test_the_plan_before_the_search_refuses_a_cache_that_would_not_fit(tmp_path, capsys):
+    """A feature cache over its disk budget stops `--budget` at its first plan, as the grid's
+    own plan does, before any trial trains (the trials would recompute every epoch)."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+    cache = "model.text_field_embedder.token_embedders.tokens.feature_cache"
+    with pytest.raises(ConfigurationError) as refused:
+        run_compare(
+            str(task), str(BERT), ["fe"], [1], results, budget=2, progress=False, plan=True,
+            overrides=json.dumps({f"{cache}.disk_mb": 0.001}),
+        )  # fmt: skip
+    message = str(refused.value)
+    assert message.startswith("nothing was trained: reviews_bertuncased_fe: "), message
+    assert "plan of the whole decision (--budget 2)" in capsys.readouterr().err
+    assert not (results / "search").exists()
