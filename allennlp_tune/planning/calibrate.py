@@ -197,7 +197,9 @@ def time_batches(
                 model_parameters=parameters,
                 params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),
             )
-        groups = batches_as_loaded(instances, config.get("data_loader"), vocabulary, batch_size)
+        # The sampler's parameters and its guessed sorting keys (INFO) are the run's log too.
+        with quiet_loggers("allennlp"):
+            groups = batches_as_loaded(instances, config.get("data_loader"), vocabulary, batch_size)
 
         def tensors(group):
             batch = Batch(group)

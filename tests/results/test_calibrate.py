@@ -76,6 +76,21 @@ def test_timing_a_lora_cell_says_nothing_before_the_plan(tmp_path, caplog):
     assert not ours and not warnings, ours + warnings
 
 
+def test_timing_a_bucketed_cell_says_nothing_of_its_sampler(caplog):
+    """The timed batches come from the config's bucket sampler, built from its parameters: its
+    INFO lines (each parameter, the sorting keys it guessed) are the run's log, not the plan's."""
+    # Batches of 4 of the 12 fixture sentences: a warm-up batch, then two from the sampler.
+    cell = plan_cell(
+        SST2_FT, VARIABLES, overrides=json.dumps({"data_loader.batch_sampler.batch_size": 4})
+    )
+    assert cell.rendered["data_loader"]["batch_sampler"]["type"] == "bucket"
+    with caplog.at_level(logging.INFO):
+        assert calibrate_cell(cell, cell.rendered, batches=2, cap_seconds=5.0)
+    assert cell.time_source == "calibrated"
+    said = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.name.startswith("allennlp")]
+    assert not said, said
+
+
 def test_a_model_that_does_not_build_keeps_the_cost_model_with_a_note():
     cell = plan_cell(SST2_FT, VARIABLES, overrides=json.dumps({"model.type": "no_such_head"}))
     before = (cell.epoch_seconds, cell.first_epoch_seconds)
