@@ -36,6 +36,11 @@ def _duration(seconds: Optional[float]) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _count(number: int, noun: str) -> str:
+    """`1 epoch`, `5 epochs`, `1 layer`: a count with its noun, plural but for one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def render_plan(plans: Sequence[CellPlan]) -> str:
     """The plan as a Markdown table, then the formula, notes and budget problems per cell."""
     lines = [
@@ -65,8 +70,9 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         if plan.time_source != "cost model" and plan.epoch_seconds is not None:
             epoch_text += f" ({plan.time_source})"
         total = planned_run_seconds(plan)
-        epochs = f"{plan.epochs} epoch{'' if plan.epochs == 1 else 's'}"
-        total_text = "n/a" if total is None else f"{_duration(total)} ({epochs})"
+        total_text = (
+            "n/a" if total is None else f"{_duration(total)} ({_count(plan.epochs, 'epoch')})"
+        )
         lines.append(
             f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
             f"{f'{data.wordpieces:,}' if data else 'n/a'} | {encoder_text} | {cache_text} | "
@@ -87,7 +93,7 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
                 wordpieces += f" ({data.wordpieces:,} train + {validation.wordpieces:,} validation)"
                 entries += f" ({data.sequences:,} + {validation.sequences:,})"
             details.append(
-                f"{plan.stem}: cache = 2 B x {wordpieces} x {plan.cache_layers} layers x "
+                f"{plan.stem}: cache = 2 B x {wordpieces} x {_count(plan.cache_layers, 'layer')} x "
                 f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
                 f"{plan.cache_directory}"
             )
@@ -210,7 +216,7 @@ def estimate_error(
         planned = plan.first_epoch_seconds + plan.epoch_seconds * (epochs - 1)
     error = f"{100 * (measured - planned) / planned:+.0f}%" if planned > 0 else "n/a"
     return (
-        f"took {_clock(measured)} ({what}, {epochs} epoch{'' if epochs == 1 else 's'}), "
+        f"took {_clock(measured)} ({what}, {_count(epochs, 'epoch')}), "
         f"planned {_clock(planned)} "
         f"({error}, {plan.time_source})"
     )

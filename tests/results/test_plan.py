@@ -199,7 +199,7 @@ def test_plan_only_prints_the_plan_and_trains_nothing(tmp_path, capsys):
     assert not results.exists()
     out = capsys.readouterr().out
     assert "| sst2_bert_fe | 12 |" in out and "| sst2_bert_ft | 12 |" in out
-    assert "cache = 2 B x" in out
+    assert "cache = 2 B x" in out and " x 5 layers x 16 + " in out
     # A mode without measurements prints n/a, not a guess.
     cell = plan_cell(SST2_FT, ext_vars(), cost_model={"fe": COST_MODEL["fe"]})
     assert cell.epoch_seconds is None and cell.peak_rss_mb is None and cell.cache_bytes is None
@@ -544,6 +544,7 @@ def test_a_block_mode_is_priced_from_ft_by_its_share_of_the_work(tmp_path, mode,
         if later != layers:  # the first epoch runs the frozen layers and stores their output
             assert block.first_epoch_seconds == pytest.approx(cost.a + cost.b * work * layers)
             assert block.cache_layers == 1 and block.cache_bytes > 0
+            assert " x 1 layer x 16 + " in render.render_plan([block])
         else:
             assert block.first_epoch_seconds is None
         assert block.peak_rss_mb == ft.peak_rss_mb
