@@ -103,6 +103,9 @@ class ModeSearch:
     # encoder passes over training instances (forward+backward, forward only) where recorded.
     seconds: float = 0.0
     passes: Optional[Tuple[int, int]] = None
+    # The same trials' passes had none been pruned (`reporting.costs.passes_to_the_end`): the
+    # search's part of what the full protocol would have cost.
+    full_passes: Optional[Tuple[int, int]] = None
     notes: List[str] = field(default_factory=list)
 
 
@@ -307,14 +310,18 @@ def _load_study(storage: str, name: str) -> Any:
         return None
 
 
-def _trial_costs(study: Any) -> Tuple[float, Optional[Tuple[int, int]]]:
-    """Seconds of the finished trials' epochs and their encoder passes (`reporting.costs`)."""
+def _trial_costs(
+    study: Any,
+) -> Tuple[float, Optional[Tuple[float, float]], Optional[Tuple[float, float]]]:
+    """Seconds of the finished trials' epochs, their encoder passes (`reporting.costs`), and
+    their passes had the pruned ones trained to the end (`costs.passes_to_the_end`)."""
     import optuna
 
-    from allennlp_tune.reporting.costs import encoder_passes
+    from allennlp_tune.reporting.costs import encoder_passes, passes_to_the_end
 
     seconds = 0.0
-    both = forward = 0
+    spent = [0.0, 0.0]
+    full = [0.0, 0.0]
     counted = False
     done = (
         optuna.trial.TrialState.COMPLETE,
@@ -330,10 +337,17 @@ def _trial_costs(study: Any) -> Tuple[float, Optional[Tuple[int, int]]]:
         if isinstance(epochs, list):
             seconds += sum(value for value in epochs if isinstance(value, (int, float)))
         passes = encoder_passes(run)
-        if passes is not None:
-            counted = True
-            both, forward = both + passes[0], forward + passes[1]
-    return seconds, ((both, forward) if counted else None)
+        if passes is None:
+            continue
+        counted = True
+        pruned = trial.state == optuna.trial.TrialState.PRUNED
+        whole = (passes_to_the_end(run) if pruned else None) or passes
+        for total, add in ((spent, passes), (full, whole)):
+            total[0] += add[0]
+            total[1] += add[1]
+    if not counted:
+        return seconds, None, None
+    return seconds, (spent[0], spent[1]), (full[0], full[1])
 
 
 def _search_mode(
@@ -443,7 +457,7 @@ def mode_result(
         key: repr(value) if isinstance(value, float) else str(value)
         for key, value in best.params.items()
     }
-    seconds, passes = _trial_costs(study)
+    seconds, passes, full_passes = _trial_costs(study)
     return ModeSearch(
         mode=mode,
         study=name,
@@ -458,6 +472,7 @@ def mode_result(
         setting={key: str(value) for key, value in setting.items()},
         seconds=seconds,
         passes=passes,
+        full_passes=full_passes,
         notes=notes,
     )
 
@@ -474,7 +489,9 @@ def budget_record(
     for search in searches:
         record = asdict(search)
         record["best_value"] = finite(search.best_value)
-        record["passes"] = list(search.passes) if search.passes is not None else None
+        for key in ("passes", "full_passes"):
+            value = getattr(search, key)
+            record[key] = list(value) if value is not None else None
         modes.append(record)
     return {
         "task": task,

@@ -10,11 +10,12 @@ its last (still improving when training stopped).
 from typing import Dict, List, Optional, Tuple
 
 from allennlp_tune.modes import mode_order, ordered_run_modes
-from allennlp_tune.reporting.budgets import row_budget
+from allennlp_tune.reporting.budgets import decision_costs, decision_sentence, row_budget
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
     format_params,
+    forward_equivalents,
     mean_encoder_passes,
     passes_text,
 )
@@ -96,21 +97,14 @@ def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]
     return result.mode_a, -result.difference, -result.high, -result.low
 
 
-# A backward pass through the encoder costs about two forward ones (Kaplan et al., 2020: 6N
-# against 2N flops per token), so a fwd+bwd pass counts as three forward passes.
-BACKWARD_FORWARDS = 2.0
 BY_PASSES = "encoder passes"
 BY_SECONDS = "seconds per epoch"
 
 
 def _forward_equivalents(row: Row, mode: str) -> Optional[float]:
-    """A mode's mean encoder passes per scored run (`mean_encoder_passes`) as forward passes:
-    fwd+bwd x (1 + `BACKWARD_FORWARDS`) + fwd; `None` where its runs recorded none."""
-    passes = mean_encoder_passes(row.cells[mode].scored_runs)
-    if passes is None:
-        return None
-    both, forward = passes
-    return both * (1.0 + BACKWARD_FORWARDS) + forward
+    """A mode's mean encoder passes per scored run (`mean_encoder_passes`) as forward passes
+    (`costs.forward_equivalents`); `None` where its runs recorded none."""
+    return forward_equivalents(mean_encoder_passes(row.cells[mode].scored_runs))
 
 
 def cost_unit(row: Row, modes: List[str]) -> str:
@@ -278,10 +272,12 @@ def answer_sentence(
 
 
 def answer_lines(report: "Report") -> List[str]:
-    """The answer sentence of every row with paired results, each with its under-training
-    warnings (a mode whose best epoch was its last: still improving when it stopped; a mode
-    trained a single epoch, which cannot tell)."""
+    """The answer sentence of every row with paired results; for the seeds of a `--budget`
+    search, what the decision cost against the full protocol (`budgets.decision_sentence`); then
+    its under-training warnings (a mode whose best epoch was its last: still improving when it
+    stopped; a mode trained a single epoch, which cannot tell)."""
     lines = []
+    costs = decision_costs(report.budgets, report.encoder_rows, report.sequential)
     for label, row in report.labelled_rows():
         encoder = next(
             name for name, rows in report.encoder_rows.items() if any(r is row for r in rows)
@@ -290,6 +286,9 @@ def answer_lines(report: "Report") -> List[str]:
         sentence = answer_sentence(label, row, budget, report.margin)
         if sentence is not None:
             lines.append(sentence)
+            spent = decision_sentence(costs, label) if budget is not None else None
+            if spent is not None:
+                lines.append(spent)
         for mode, (rising, told, epochs) in under_trained(row).items():
             if budget is not None:
                 lines.append(

@@ -4,12 +4,21 @@ The searches of `tune-compare --budget K` in the report: each results folder's `
 pruned / failed, the best trial's dev score, the setting the seeds trained with, and what the
 trials cost), and whether a row's runs are those searches' seeds, for the answer's "equal
 budgets (K trials per mode)".
+
+What the decision spent against the full protocol (`decision_costs`), in encoder passes counted
+as forward passes (`costs.forward_equivalents`: a fwd+bwd pass is three), per mode: its search
+trials as trained (pruned ones stopped early) against the same trials trained to the end
+(`budget.json`'s `full_passes`), and its seeds as trained against the seed cap (the last look of
+`tune-compare --sequential`, from its `sequential.json`; without it, the seeds trained), each
+seed at the mean of its trained ones. The full protocol is RESULTS section 10's: every trial to
+the end, every seed.
 """
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from allennlp_tune.reporting.cells import Row
-from allennlp_tune.reporting.costs import format_params
+from allennlp_tune.reporting.costs import encoder_passes, format_params, forward_equivalents
 from allennlp_tune.reporting.labels import NOT_AVAILABLE, encoder_title, task_title
 from allennlp_tune.reporting.tables import Table
 
@@ -144,3 +153,162 @@ def budget_lines(budgets: Sequence[Mapping[str, Any]]) -> List[str]:
                 for note in mode.get("notes") or []:
                     lines.append(f"{label} {mode.get('mode')}: {note}")
     return lines
+
+
+DECISION_TITLE = "What the decision spent, against the full protocol (encoder passes)"
+DECISION_HEADER = [
+    "Cell",
+    "Search trials: spent / to the end",
+    "Seeds: trained / the cap",
+    "Spent",
+    "Full protocol",
+    "Share",
+]
+
+
+@dataclass
+class DecisionCost:
+    """One searched mode's cost in forward-equivalent encoder passes (module docstring)."""
+
+    label: str
+    mode: str
+    trials_spent: float
+    trials_full: float
+    seeds_trained: int
+    seed_cap: int
+    seeds_spent: float
+    seeds_full: float
+
+    @property
+    def spent(self) -> float:
+        return self.trials_spent + self.seeds_spent
+
+    @property
+    def full(self) -> float:
+        return self.trials_full + self.seeds_full
+
+
+def _passes_of(value: Any) -> Optional[float]:
+    if isinstance(value, list) and len(value) == 2 and all(map(_number, value)):
+        return forward_equivalents((float(value[0]), float(value[1])))
+    return None
+
+
+def _seed_cap(sequential: Sequence[Mapping[str, Any]], encoder: str, task: str) -> Optional[int]:
+    """The seeds per mode at the last look of the row's `sequential.json`, if it has one."""
+    for saved in sequential:
+        if saved.get("encoder") == encoder and saved.get("task") == task:
+            looks = (saved.get("plan") or {}).get("looks") or []
+            if looks and isinstance(looks[-1], int):
+                return looks[-1]
+    return None
+
+
+def decision_costs(
+    budgets: Sequence[Mapping[str, Any]],
+    encoder_rows: Mapping[str, Sequence[Row]],
+    sequential: Sequence[Mapping[str, Any]] = (),
+) -> List[DecisionCost]:
+    """Per searched mode of every `budget.json` whose trials recorded their passes both ways and
+    whose row has seeds with passes: what it spent and what the full protocol would have."""
+    found = []
+    for saved in budgets:
+        encoder, task = str(saved.get("encoder")), str(saved.get("task"))
+        row = next((r for r in encoder_rows.get(encoder, []) if r.task == task), None)
+        if row is None:
+            continue
+        label = f"{encoder_title(encoder)} {task_title(task)}"
+        cap = _seed_cap(sequential, encoder, task)
+        for mode in saved.get("modes") or []:
+            if not isinstance(mode, dict) or mode.get("mode") not in row.cells:
+                continue
+            spent, full = _passes_of(mode.get("passes")), _passes_of(mode.get("full_passes"))
+            cell = row.cells[mode["mode"]]
+            seeds = [p for p in map(encoder_passes, cell.runs) if p is not None]
+            scored = [p for p in map(encoder_passes, cell.scored_runs) if p is not None]
+            if spent is None or full is None or not scored:
+                continue
+            per_seed = sum(map(forward_equivalents, scored)) / len(scored)
+            seed_cap = max(cap or 0, len(seeds))
+            found.append(
+                DecisionCost(
+                    label=label,
+                    mode=str(mode["mode"]),
+                    trials_spent=spent,
+                    trials_full=full,
+                    seeds_trained=len(seeds),
+                    seed_cap=seed_cap,
+                    seeds_spent=sum(map(forward_equivalents, seeds)),
+                    seeds_full=per_seed * seed_cap,
+                )
+            )
+    return found
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else NOT_AVAILABLE
+
+
+def decision_table(costs: Sequence[DecisionCost]) -> Optional[Table]:
+    """`decision_costs` as a table, a row per mode and one per task for all its modes."""
+    if not costs:
+        return None
+    body = []
+    for label in dict.fromkeys(cost.label for cost in costs):
+        mine = [cost for cost in costs if cost.label == label]
+        for cost in mine:
+            body.append(
+                [
+                    (f"{label} {cost.mode}", None),
+                    (
+                        f"{format_params(cost.trials_spent)} / {format_params(cost.trials_full)}",
+                        None,
+                    ),
+                    (
+                        f"{cost.seeds_trained} of {cost.seed_cap}: "
+                        f"{format_params(cost.seeds_spent)} / {format_params(cost.seeds_full)}",
+                        None,
+                    ),
+                    (format_params(cost.spent), None),
+                    (format_params(cost.full), None),
+                    (_share(cost.spent, cost.full), None),
+                ]
+            )
+        spent, full = sum(c.spent for c in mine), sum(c.full for c in mine)
+        body.append(
+            [
+                (f"{label}, all modes", None),
+                (
+                    f"{format_params(sum(c.trials_spent for c in mine))} / "
+                    f"{format_params(sum(c.trials_full for c in mine))}",
+                    None,
+                ),
+                (
+                    f"{sum(c.seeds_trained for c in mine)} of {sum(c.seed_cap for c in mine)}: "
+                    f"{format_params(sum(c.seeds_spent for c in mine))} / "
+                    f"{format_params(sum(c.seeds_full for c in mine))}",
+                    None,
+                ),
+                (format_params(spent), None),
+                (format_params(full), None),
+                (_share(spent, full), None),
+            ]
+        )
+    return Table(DECISION_TITLE, list(DECISION_HEADER), body)
+
+
+def decision_sentence(costs: Sequence[DecisionCost], label: str) -> Optional[str]:
+    """The answer's line on a task's cost: its share of the full protocol's passes."""
+    mine = [cost for cost in costs if cost.label == label]
+    if not mine:
+        return None
+    spent, full = sum(c.spent for c in mine), sum(c.full for c in mine)
+    trials = sum(c.trials_spent for c in mine)
+    seeds = sum(c.seeds_trained for c in mine)
+    cap = sum(c.seed_cap for c in mine)
+    return (
+        f"The decision on {label} cost {format_params(spent)} encoder passes (as forward passes; "
+        f"a fwd+bwd pass counts 3), {_share(spent, full)} of the full protocol's "
+        f"{format_params(full)} (every search trial to the end and every seed to the cap): "
+        f"{format_params(trials)} in the search, {seeds} of {cap} seed runs."
+    )

@@ -5,6 +5,7 @@ unit every machine shares, from the instances each epoch trained on and whether 
 trained.
 """
 
+import dataclasses
 import statistics
 from typing import Any, Optional, Sequence, Tuple
 
@@ -149,6 +150,46 @@ def encoder_passes(run: Run) -> Optional[Tuple[float, float]]:
             forward += int(count)
         frozen_epochs += 1
     return both, forward
+
+
+def passes_to_the_end(run: Run) -> Optional[Tuple[float, float]]:
+    """
+    `encoder_passes` of the run as if it had trained every epoch its config planned
+    (`trainer.num_epochs`): the epochs it did not reach repeat its last one (so a cached frozen
+    epoch adds nothing, a fine-tuning epoch its instances forward and backward). What a pruned
+    trial would have cost had it not been pruned: an upper bound where early stopping would
+    have ended it sooner. A run that trained its planned epochs, or whose plan is unknown,
+    counts as trained.
+    """
+    cost = run.cost or {}
+    instances, trained = cost.get("epoch_instances"), cost.get("epoch_encoder_trained")
+    planned = (run.settings or {}).get("trainer.num_epochs")
+    try:
+        missing = int(str(planned)) - len(instances)
+    except (TypeError, ValueError):
+        missing = 0
+    if missing <= 0 or not isinstance(trained, list) or not instances or not trained:
+        return encoder_passes(run)
+    extended = {
+        **cost,
+        "epoch_instances": list(instances) + [instances[-1]] * missing,
+        "epoch_encoder_trained": list(trained) + [trained[-1]] * missing,
+    }
+    return encoder_passes(dataclasses.replace(run, cost=extended))
+
+
+# A backward pass through the encoder costs about two forward ones (Kaplan et al., 2020: 6N
+# against 2N flops per token), so a fwd+bwd pass counts as three forward passes where passes
+# of both kinds are added up (the answer's cheapest arm, the decision's cost).
+BACKWARD_FORWARDS = 2.0
+
+
+def forward_equivalents(passes: Optional[Tuple[float, float]]) -> Optional[float]:
+    """(fwd+bwd, fwd) passes as forward passes: fwd+bwd x (1 + `BACKWARD_FORWARDS`) + fwd."""
+    if passes is None:
+        return None
+    both, forward = passes
+    return both * (1.0 + BACKWARD_FORWARDS) + forward
 
 
 def mean_encoder_passes(runs: Sequence[Run]) -> Optional[Tuple[float, float]]:

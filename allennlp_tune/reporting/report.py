@@ -49,8 +49,10 @@ the summary its citation.
 Equal budgets. A results folder of `tune-compare --budget K` holds `budget.json`
 (`allennlp_tune.experiments.budget`): a table shows per mode its trials (complete / pruned /
 failed), the best trial's dev score, the setting its seeds trained with and what the trials cost;
-its `search/` folder of trials is not read as runs. The answer says "equal budgets (K trials per
-mode)" for a row whose runs are all such seeds (`reporting.budgets.row_budget`).
+its `search/` folder of trials is not read as runs. A second table shows what the decision spent
+against the full protocol (`reporting.budgets.decision_costs`: every trial to the end, every seed
+to the cap). The answer says "equal budgets (K trials per mode)" for a row whose runs are all
+such seeds (`reporting.budgets.row_budget`), and the share of the full protocol's passes.
 
 Sequential comparisons. A results folder of `tune-compare --sequential` holds `sequential.json`
 (`allennlp_tune.experiments.rounds`); the notes show each pair's sequential verdict, the look it
@@ -95,7 +97,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from allennlp_tune.modes import ordered_run_modes
-from allennlp_tune.reporting.budgets import budget_lines, budget_table
+from allennlp_tune.reporting.budgets import (
+    budget_lines,
+    budget_table,
+    decision_costs,
+    decision_table,
+)
 from allennlp_tune.reporting.cells import KnownOverlap, Row, Summary
 from allennlp_tune.reporting.costs import has_costs
 from allennlp_tune.reporting.intervals import (
@@ -199,6 +206,9 @@ class Report:
         searched = budget_table(self.budgets)
         if searched is not None:
             tables.append(searched)
+            spent = decision_table(decision_costs(self.budgets, self.encoder_rows, self.sequential))
+            if spent is not None:
+                tables.append(spent)
         if self.others:
             tables.append(other_table(self.others))
         return tables

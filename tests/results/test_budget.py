@@ -228,10 +228,20 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
     assert len(report.runs) == 2  # the seeds; the trials in out/search are not runs of it
     markdown = render_markdown(report)
     assert "## Equal budgets: the search behind each mode's seeds (2 trials per mode)" in markdown
-    rows = [line for line in markdown.splitlines() if line.startswith("| bertuncased reviews ")]
+    searches = markdown.split("## Equal budgets: the search", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in searches.splitlines() if line.startswith("| bertuncased reviews ")]
     assert len(rows) == 2 and all("| 2 (" in row and "TUNE_LR=" in row for row in rows), rows
     assert "equal budgets (2 trials per mode" in markdown and "default recipes" not in markdown
     assert render_json(report)["budgets"][0]["budget"] == 2
+    # No trial was pruned (the pruner waits for 3) and no seed cap beyond the one seed: the
+    # decision spent what the full protocol would have, and says so.
+    for mode in saved["modes"]:
+        assert mode["full_passes"] == mode["passes"] and mode["passes"][0] > 0, mode
+    assert "## What the decision spent, against the full protocol (encoder passes)" in markdown
+    [total] = [line for line in markdown.splitlines() if "reviews, all modes |" in line]
+    assert "| 2 of 2: " in total and total.endswith("| 100% |"), total
+    assert "The decision on bertuncased reviews cost " in markdown
+    assert "100% of the full protocol's" in markdown
 
     # A better trial added to ft's study (its budget then 3): its seed was trained with another
     # setting, and is refused as changed, naming the mode and what changed, not reused.
