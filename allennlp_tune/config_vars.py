@@ -57,6 +57,22 @@ CONFIG_VARS: Dict[str, str] = {
 }
 
 
+# The variables of a training recipe: a run given any of them (`--ext-var`) trained at a recipe
+# set by hand, not at its config's (the report's answer says which).
+RECIPE_VARS = (
+    "TUNE_LR",
+    "TUNE_HEAD_LR",
+    "TUNE_EPOCHS",
+    "TUNE_BATCH_SIZE",
+    "TUNE_DROPOUT",
+    "TUNE_WEIGHT_DECAY",
+    "TUNE_PATIENCE",
+    "TUNE_FROZEN_EPOCHS",
+    "TUNE_LORA_R",
+    "TUNE_LORA_ALPHA",
+)
+
+
 def export_config_defaults(environ=os.environ) -> None:
     """Sets the unset `CONFIG_VARS` to "" (see the module doc)."""
     for name in CONFIG_VARS:

@@ -9,6 +9,7 @@ its last (still improving when training stopped).
 
 from typing import Dict, List, Optional, Tuple
 
+from allennlp_tune.config_vars import RECIPE_VARS
 from allennlp_tune.modes import mode_order, ordered_run_modes
 from allennlp_tune.reporting.budgets import decision_costs, decision_sentence, row_budget
 from allennlp_tune.reporting.cells import Row
@@ -40,6 +41,31 @@ DEFAULT_RECIPES = (
     "compares recipes as much as ways of adapting the encoder"
 )
 SEARCHED_RECIPES = "searched recipes (every run records the search it came from)"
+
+
+def hand_set(settings: str) -> str:
+    """The fairness words of runs given a recipe by hand (`--ext-var`), none searched."""
+    return (
+        f"recipes set by hand ({settings}), none searched, so the verdict compares recipes as "
+        "much as ways of adapting the encoder"
+    )
+
+
+def hand_set_recipe(row: Row) -> Optional[str]:
+    """`TUNE_EPOCHS=5, TUNE_LR=1e-4`: the recipe variables (`config_vars.RECIPE_VARS`) the row's
+    scored runs were given (their `tune_run.json` ext vars; several values of one are listed
+    with `/`), or `None` when none was set."""
+    given: Dict[str, List[str]] = {}
+    for cell in row.cells.values():
+        for run in cell.scored_runs:
+            for name, value in (run.info.get("ext_vars") or {}).items():
+                if name in RECIPE_VARS and value not in ("", None):
+                    given.setdefault(name, [])
+                    if str(value) not in given[name]:
+                        given[name].append(str(value))
+    if not given:
+        return None
+    return ", ".join(f"{name}={'/'.join(values)}" for name, values in sorted(given.items()))
 
 
 def equal_budgets(trials: int) -> str:
@@ -260,10 +286,13 @@ def answer_sentence(
     searched = all(
         run.info.get("search") for cell in row.cells.values() for run in cell.scored_runs
     )
+    by_hand = hand_set_recipe(row)
     if budget is not None:
         fair = equal_budgets(budget)
+    elif searched:
+        fair = SEARCHED_RECIPES
     else:
-        fair = SEARCHED_RECIPES if searched else DEFAULT_RECIPES
+        fair = hand_set(by_hand) if by_hand else DEFAULT_RECIPES
     first = row.paired[0]
     return (
         f"{label} ({first.metric}, points, 95% intervals): use {arm} "

@@ -141,3 +141,21 @@ def test_cheapest_falls_back_to_seconds_when_a_mode_has_no_passes(tmp_path, make
     assert choose_arm(rendered.rows()[0]) == "ft"
     [sentence] = notes(render_markdown(rendered), ANSWER_TITLE)
     assert "use ft (fine-tuning) (the cheapest, in seconds per epoch, of the arms" in sentence
+
+
+def test_a_recipe_given_by_hand_is_named_not_called_the_default(tmp_path, make_run):
+    """Runs given TUNE_LR and TUNE_EPOCHS (ft at one rate, lora at another) were not trained
+    at their configs' recipes: the answer names what was set instead of "default recipes"."""
+    root = own_task(tmp_path, make_run, modes=("ft", "lora"), rising=())
+    for mode, rate in (("ft", "1e-4"), ("lora", "1.5e-3")):
+        for seed in (1, 2, 3):
+            info = {"ext_vars": {"TUNE_LR": rate, "TUNE_EPOCHS": "5", "TUNE_POOLING": "mean"}}
+            (root / f"reviews_minilm_{mode}" / f"seed_{seed}" / "tune_run.json").write_text(
+                json.dumps(info)
+            )
+    [sentence] = notes(render_markdown(report(root)), ANSWER_TITLE)
+    assert sentence.endswith(
+        "; recipes set by hand (TUNE_EPOCHS=5, TUNE_LR=1e-4/1.5e-3), none searched, so the "
+        "verdict compares recipes as much as ways of adapting the encoder."
+    ), sentence
+    assert DEFAULT_RECIPES not in sentence
