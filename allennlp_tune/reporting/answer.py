@@ -43,6 +43,9 @@ DEFAULT_RECIPES = (
 SEARCHED_RECIPES = "searched recipes (every run records the search it came from)"
 
 
+CONFIG_RECIPE = "its config's"
+
+
 def hand_set(settings: str) -> str:
     """The fairness words of runs given a recipe by hand (`--ext-var`), none searched."""
     return (
@@ -52,20 +55,36 @@ def hand_set(settings: str) -> str:
 
 
 def hand_set_recipe(row: Row) -> Optional[str]:
-    """`TUNE_EPOCHS=5, TUNE_LR=1e-4`: the recipe variables (`config_vars.RECIPE_VARS`) the row's
-    scored runs were given (their `tune_run.json` ext vars; several values of one are listed
-    with `/`), or `None` when none was set."""
-    given: Dict[str, List[str]] = {}
-    for cell in row.cells.values():
-        for run in cell.scored_runs:
+    """
+    The recipe variables (`config_vars.RECIPE_VARS`) the row's scored runs were given (their
+    `tune_run.json` ext vars; several values of one across seeds joined with `/`), or `None`
+    when no run had any: `TUNE_EPOCHS=5, TUNE_LR=1e-4` when every mode had the same, else per
+    group of modes, `ft, top3: TUNE_EPOCHS=5, TUNE_LR=1e-4; fe: TUNE_LR=4e-4; lora: its
+    config's`.
+    """
+    texts: Dict[str, str] = {}
+    for mode in row.used_modes():
+        given: Dict[str, List[str]] = {}
+        for run in row.cells[mode].scored_runs:
             for name, value in (run.info.get("ext_vars") or {}).items():
                 if name in RECIPE_VARS and value not in ("", None):
-                    given.setdefault(name, [])
-                    if str(value) not in given[name]:
-                        given[name].append(str(value))
-    if not given:
+                    values = given.setdefault(name, [])
+                    if str(value) not in values:
+                        values.append(str(value))
+        if row.cells[mode].scored_runs:
+            texts[mode] = ", ".join(
+                f"{name}={'/'.join(values)}" for name, values in sorted(given.items())
+            )
+    if not any(texts.values()):
         return None
-    return ", ".join(f"{name}={'/'.join(values)}" for name, values in sorted(given.items()))
+    groups: Dict[str, List[str]] = {}
+    for mode, text in texts.items():
+        groups.setdefault(text, []).append(mode)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(
+        f"{', '.join(modes)}: {text or CONFIG_RECIPE}" for text, modes in groups.items()
+    )
 
 
 def equal_budgets(trials: int) -> str:

@@ -144,18 +144,27 @@ def test_cheapest_falls_back_to_seconds_when_a_mode_has_no_passes(tmp_path, make
 
 
 def test_a_recipe_given_by_hand_is_named_not_called_the_default(tmp_path, make_run):
-    """Runs given TUNE_LR and TUNE_EPOCHS (ft at one rate, lora at another) were not trained
-    at their configs' recipes: the answer names what was set instead of "default recipes"."""
-    root = own_task(tmp_path, make_run, modes=("ft", "lora"), rising=())
-    for mode, rate in (("ft", "1e-4"), ("lora", "1.5e-3")):
-        for seed in (1, 2, 3):
-            info = {"ext_vars": {"TUNE_LR": rate, "TUNE_EPOCHS": "5", "TUNE_POOLING": "mean"}}
-            (root / f"reviews_minilm_{mode}" / f"seed_{seed}" / "tune_run.json").write_text(
-                json.dumps(info)
-            )
-    [sentence] = notes(render_markdown(report(root)), ANSWER_TITLE)
-    assert sentence.endswith(
-        "; recipes set by hand (TUNE_EPOCHS=5, TUNE_LR=1e-4/1.5e-3), none searched, so the "
-        "verdict compares recipes as much as ways of adapting the encoder."
-    ), sentence
-    assert DEFAULT_RECIPES not in sentence
+    """Runs given TUNE_LR and TUNE_EPOCHS were not trained at their configs' recipes: the answer
+    names what was set instead of "default recipes", per group of modes where they differ."""
+    root = own_task(tmp_path, make_run, modes=("fe", "ft", "lora"), rising=())
+
+    def given(recipes):
+        for mode, recipe in recipes.items():
+            for seed in (1, 2, 3):
+                info = {"ext_vars": {**recipe, "TUNE_POOLING": "mean", "TUNE_SEED": str(seed)}}
+                run_dir = root / f"reviews_minilm_{mode}" / f"seed_{seed}"
+                (run_dir / "tune_run.json").write_text(json.dumps(info))
+        [sentence, *_] = notes(render_markdown(report(root)), ANSWER_TITLE)
+        assert DEFAULT_RECIPES not in sentence
+        return sentence[sentence.index("; recipes set by hand") + 2 :]
+
+    same = {"TUNE_LR": "1e-4", "TUNE_EPOCHS": "5"}
+    assert given({"fe": same, "ft": same, "lora": same}) == (
+        "recipes set by hand (TUNE_EPOCHS=5, TUNE_LR=1e-4), none searched, so the verdict "
+        "compares recipes as much as ways of adapting the encoder."
+    )
+    fe = {"TUNE_LR": "4e-4", "TUNE_PATIENCE": "1"}
+    assert given({"fe": fe, "ft": same, "lora": {}}).startswith(
+        "recipes set by hand (fe: TUNE_LR=4e-4, TUNE_PATIENCE=1; ft: TUNE_EPOCHS=5, "
+        "TUNE_LR=1e-4; lora: its config's), none searched"
+    )
