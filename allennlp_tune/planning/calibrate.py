@@ -47,7 +47,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from allennlp_tune.planning.data_count import validation_count
 from allennlp_tune.planning.encoder_size import find_embedder
-from allennlp_tune.planning.plan import CellPlan
+from allennlp_tune.planning.plan import CellPlan, counted
 from allennlp_tune.rundir import loader_batch_size
 
 # The environment variable that turns calibration off ("0", "false", "no").
@@ -308,18 +308,18 @@ def calibrate_cell(
         plan.first_epoch_seconds = None
         plan.epoch_seconds = first
         passes = f"{timing.train_seconds:.3f} s"
-    timed = f"{timing.batches} batches" if timing.batches else "the warm-up batch only"
+    timed = counted(timing.batches, "batch") if timing.batches else "the warm-up batch only"
     timed += f", batches of {timing.batch_size}"
     forward = (
-        f" + {math.ceil(validation.instances / timing.batch_size)} validation batches x "
+        f" + {counted(math.ceil(validation.instances / timing.batch_size), 'validation batch')} x "
         f"{timing.forward_seconds:.3f} s"
         if validation is not None and timing.forward_seconds is not None
         else ""
     )
     plan.time_source = "calibrated"
     plan.notes.append(
-        f"time calibrated on this machine ({timed}): {train_batches} "
-        f"train batches x {passes} per batch{forward}"
+        f"time calibrated on this machine ({timed}): {counted(train_batches, 'train batch')} "
+        f"x {passes} per batch{forward}"
     )
     return True
 

@@ -97,6 +97,12 @@ class CellPlan:
         self.problems.append(text)
 
 
+def counted(number: int, noun: str) -> str:
+    """`1 epoch`, `5 epochs`, `1 train batch`: a count with its noun, plural but for one."""
+    plural = "es" if noun.endswith(("ch", "sh", "s", "x")) else "s"
+    return f"{number} {noun}{'' if number == 1 else plural}"
+
+
 def render_config(
     config: Path, ext_vars: Optional[Mapping[str, str]] = None, overrides: Optional[str] = None
 ) -> Dict[str, Any]:

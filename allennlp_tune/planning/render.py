@@ -12,7 +12,12 @@ from typing import List, Optional, Sequence, TextIO
 
 from allennlp_tune.planning.cost_model import COST_MODEL
 from allennlp_tune.planning.data_count import DataCount
-from allennlp_tune.planning.plan import CellPlan, planned_run_seconds, planned_total_seconds
+from allennlp_tune.planning.plan import (
+    CellPlan,
+    counted,
+    planned_run_seconds,
+    planned_total_seconds,
+)
 
 
 def _size(num_bytes: Optional[float]) -> str:
@@ -34,11 +39,6 @@ def _duration(seconds: Optional[float]) -> str:
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-def _count(number: int, noun: str) -> str:
-    """`1 epoch`, `5 epochs`, `1 layer`: a count with its noun, plural but for one."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def render_plan(plans: Sequence[CellPlan]) -> str:
@@ -71,7 +71,7 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
             epoch_text += f" ({plan.time_source})"
         total = planned_run_seconds(plan)
         total_text = (
-            "n/a" if total is None else f"{_duration(total)} ({_count(plan.epochs, 'epoch')})"
+            "n/a" if total is None else f"{_duration(total)} ({counted(plan.epochs, 'epoch')})"
         )
         lines.append(
             f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
@@ -92,8 +92,9 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
             if plan.validation is not None:
                 wordpieces += f" ({data.wordpieces:,} train + {validation.wordpieces:,} validation)"
                 entries += f" ({data.sequences:,} + {validation.sequences:,})"
+            layers = counted(plan.cache_layers, "layer")
             details.append(
-                f"{plan.stem}: cache = 2 B x {wordpieces} x {_count(plan.cache_layers, 'layer')} x "
+                f"{plan.stem}: cache = 2 B x {wordpieces} x {layers} x "
                 f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
                 f"{plan.cache_directory}"
             )
@@ -216,7 +217,7 @@ def estimate_error(
         planned = plan.first_epoch_seconds + plan.epoch_seconds * (epochs - 1)
     error = f"{100 * (measured - planned) / planned:+.0f}%" if planned > 0 else "n/a"
     return (
-        f"took {_clock(measured)} ({what}, {_count(epochs, 'epoch')}), "
+        f"took {_clock(measured)} ({what}, {counted(epochs, 'epoch')}), "
         f"planned {_clock(planned)} "
         f"({error}, {plan.time_source})"
     )

@@ -46,7 +46,10 @@ def test_ft_and_fe_cells_are_timed_on_this_machine(tmp_path):
         assert calibrate_cell(cell, cell.rendered, batches=1, cap_seconds=5.0)
         assert cell.time_source == "calibrated" and cell.epoch_seconds > 0
         assert cell.epoch_seconds != model_seconds
-        assert any(note.startswith("time calibrated on this machine") for note in cell.notes)
+        [note] = [n for n in cell.notes if n.startswith("time calibrated on this machine")]
+        # 12 fixture sentences in batches of 32: one batch of each split, said so.
+        assert "batches of 32): 1 train batch x " in note, note
+        assert " + 1 validation batch x " in note, note
         cells.append(cell)
     ft, fe = cells
     assert ft.first_epoch_seconds is None
