@@ -292,10 +292,10 @@ def calibrate_cell(
     if validation is None and timing.forward_seconds is not None:
         validation = validation_count(rendered, rendered.get("dataset_reader"), [])
     validation_seconds = 0.0
+    validation_batches = 0
     if validation is not None and timing.forward_seconds is not None:
-        validation_seconds = math.ceil(validation.instances / timing.batch_size) * (
-            timing.forward_seconds
-        )
+        validation_batches = math.ceil(validation.instances / timing.batch_size)
+        validation_seconds = validation_batches * timing.forward_seconds
     first = train_batches * timing.train_seconds + validation_seconds
     if cached and timing.cached_seconds is not None:
         plan.first_epoch_seconds = first
@@ -308,18 +308,20 @@ def calibrate_cell(
         plan.first_epoch_seconds = None
         plan.epoch_seconds = first
         passes = f"{timing.train_seconds:.3f} s"
-    timed = counted(timing.batches, "batch") if timing.batches else "the warm-up batch only"
+    timed = (
+        counted(timing.batches, "batch", "batches") if timing.batches else "the warm-up batch only"
+    )
     timed += f", batches of {timing.batch_size}"
     forward = (
-        f" + {counted(math.ceil(validation.instances / timing.batch_size), 'validation batch')} x "
+        f" + {counted(validation_batches, 'validation batch', 'validation batches')} x "
         f"{timing.forward_seconds:.3f} s"
         if validation is not None and timing.forward_seconds is not None
         else ""
     )
+    trained = counted(train_batches, "train batch", "train batches")
     plan.time_source = "calibrated"
     plan.notes.append(
-        f"time calibrated on this machine ({timed}): {counted(train_batches, 'train batch')} "
-        f"x {passes} per batch{forward}"
+        f"time calibrated on this machine ({timed}): {trained} x {passes} per batch{forward}"
     )
     return True
 

@@ -97,10 +97,10 @@ class CellPlan:
         self.problems.append(text)
 
 
-def counted(number: int, noun: str) -> str:
-    """`1 epoch`, `5 epochs`, `1 train batch`: a count with its noun, plural but for one."""
-    plural = "es" if noun.endswith(("ch", "sh", "s", "x")) else "s"
-    return f"{number} {noun}{'' if number == 1 else plural}"
+def counted(number: int, noun: str, plural: Optional[str] = None) -> str:
+    """`1 epoch`, `5 epochs`, `1 train batch`, `3 train batches` (`plural`, else the noun with
+    an s): a count with its noun, plural but for one."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def render_config(
