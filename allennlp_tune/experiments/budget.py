@@ -102,10 +102,10 @@ class ModeSearch:
     # What the finished trials cost: wall seconds of their epochs (validation included), and
     # encoder passes over training instances (forward+backward, forward only) where recorded.
     seconds: float = 0.0
-    passes: Optional[Tuple[int, int]] = None
+    passes: Optional[Tuple[float, float]] = None
     # The same trials' passes had none been pruned (`reporting.costs.passes_to_the_end`): the
     # search's part of what the full protocol would have cost.
-    full_passes: Optional[Tuple[int, int]] = None
+    full_passes: Optional[Tuple[float, float]] = None
     notes: List[str] = field(default_factory=list)
 
 
