@@ -249,6 +249,35 @@ def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole > 0 else NOT_AVAILABLE
 
 
+def _total(costs: Sequence[DecisionCost]) -> DecisionCost:
+    """The modes of one task added up (`mode` "all modes")."""
+    return DecisionCost(
+        label=costs[0].label,
+        mode="all modes",
+        trials_spent=sum(c.trials_spent for c in costs),
+        trials_full=sum(c.trials_full for c in costs),
+        seeds_trained=sum(c.seeds_trained for c in costs),
+        seed_cap=sum(c.seed_cap for c in costs),
+        seeds_spent=sum(c.seeds_spent for c in costs),
+        seeds_full=sum(c.seeds_full for c in costs),
+    )
+
+
+def _decision_row(name: str, cost: DecisionCost) -> List[Any]:
+    return [
+        (name, None),
+        (f"{format_params(cost.trials_spent)} / {format_params(cost.trials_full)}", None),
+        (
+            f"{cost.seeds_trained} of {cost.seed_cap}: "
+            f"{format_params(cost.seeds_spent)} / {format_params(cost.seeds_full)}",
+            None,
+        ),
+        (format_params(cost.spent), None),
+        (format_params(cost.full), None),
+        (_share(cost.spent, cost.full), None),
+    ]
+
+
 def decision_table(costs: Sequence[DecisionCost]) -> Optional[Table]:
     """`decision_costs` as a table, a row per mode and one per task for all its modes."""
     if not costs:
@@ -256,44 +285,8 @@ def decision_table(costs: Sequence[DecisionCost]) -> Optional[Table]:
     body = []
     for label in dict.fromkeys(cost.label for cost in costs):
         mine = [cost for cost in costs if cost.label == label]
-        for cost in mine:
-            body.append(
-                [
-                    (f"{label} {cost.mode}", None),
-                    (
-                        f"{format_params(cost.trials_spent)} / {format_params(cost.trials_full)}",
-                        None,
-                    ),
-                    (
-                        f"{cost.seeds_trained} of {cost.seed_cap}: "
-                        f"{format_params(cost.seeds_spent)} / {format_params(cost.seeds_full)}",
-                        None,
-                    ),
-                    (format_params(cost.spent), None),
-                    (format_params(cost.full), None),
-                    (_share(cost.spent, cost.full), None),
-                ]
-            )
-        spent, full = sum(c.spent for c in mine), sum(c.full for c in mine)
-        body.append(
-            [
-                (f"{label}, all modes", None),
-                (
-                    f"{format_params(sum(c.trials_spent for c in mine))} / "
-                    f"{format_params(sum(c.trials_full for c in mine))}",
-                    None,
-                ),
-                (
-                    f"{sum(c.seeds_trained for c in mine)} of {sum(c.seed_cap for c in mine)}: "
-                    f"{format_params(sum(c.seeds_spent for c in mine))} / "
-                    f"{format_params(sum(c.seeds_full for c in mine))}",
-                    None,
-                ),
-                (format_params(spent), None),
-                (format_params(full), None),
-                (_share(spent, full), None),
-            ]
-        )
+        body += [_decision_row(f"{label} {cost.mode}", cost) for cost in mine]
+        body.append(_decision_row(f"{label}, all modes", _total(mine)))
     return Table(DECISION_TITLE, list(DECISION_HEADER), body)
 
 
@@ -302,13 +295,11 @@ def decision_sentence(costs: Sequence[DecisionCost], label: str) -> Optional[str
     mine = [cost for cost in costs if cost.label == label]
     if not mine:
         return None
-    spent, full = sum(c.spent for c in mine), sum(c.full for c in mine)
-    trials = sum(c.trials_spent for c in mine)
-    seeds = sum(c.seeds_trained for c in mine)
-    cap = sum(c.seed_cap for c in mine)
+    total = _total(mine)
     return (
-        f"The decision on {label} cost {format_params(spent)} encoder passes (as forward passes; "
-        f"a fwd+bwd pass counts 3), {_share(spent, full)} of the full protocol's "
-        f"{format_params(full)} (every search trial to the end and every seed to the cap): "
-        f"{format_params(trials)} in the search, {seeds} of {cap} seed runs."
+        f"The decision on {label} cost {format_params(total.spent)} encoder passes (as forward "
+        f"passes; a fwd+bwd pass counts 3), {_share(total.spent, total.full)} of the full "
+        f"protocol's {format_params(total.full)} (every search trial to the end and every seed "
+        f"to the cap): {format_params(total.trials_spent)} in the search, "
+        f"{total.seeds_trained} of {total.seed_cap} seed runs."
     )
