@@ -3,8 +3,9 @@ The answer first: one sentence per row with paired results, saying which arm to 
 modes no pair found worse, the cheapest; with `--margin M`, the cheapest of the modes not worse
 than the best by more than M points), by how much against the others (95% intervals), at
 what cost, and whether the recipes were searched ("equal budgets (K trials per mode)" for the
-seeds of `tune-compare --budget K`); and a warning for a mode whose best epoch was
-its last (still improving when training stopped).
+seeds of `tune-compare --budget K`); a caution where the chosen arm only ties a better-scoring
+one that may lead it by more than a point (`tie_caution`); and a warning for a mode whose best
+epoch was its last (still improving when training stopped).
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -243,6 +244,44 @@ def choose_arm(row: Row, margin: Optional[float] = None) -> Optional[str]:
     return _cheapest(row, list(within_margin_of(row, best, margin)))
 
 
+# A tie whose interval lets the other arm be better by more than this many points gets a
+# caution beside the answer: a tie says the runs cannot tell two arms apart, not that they are
+# equal, and on a small dev set or few seeds that can hide a gap a user would act on.
+NOTICEABLE_POINTS = 1.0
+
+
+def tie_caution(label: str, row: Row, margin: Optional[float] = None) -> Optional[str]:
+    """
+    Where the answer (without `--margin`) chose the cheaper of tied arms, and a tied arm with a
+    higher mean score may be better than the chosen one by more than `NOTICEABLE_POINTS` (its
+    interval reaches that far), a caution that says how far, over how many dev examples and
+    seeds, and what narrows it; `None` otherwise. With a margin the chosen arm is already
+    within it of the best (`within_margin_of`), so no caution.
+    """
+    arm = choose_arm(row, margin)
+    if margin is not None or arm is None:
+        return None
+    worst = None  # (low, other, result): the tied, higher-scoring arm that could lead most
+    for result in row.paired:
+        if arm not in (result.mode_a, result.mode_b) or result.verdict != TIE:
+            continue
+        other, difference, low, _high = _against(result, arm)
+        if difference < 0 and low < -NOTICEABLE_POINTS and (worst is None or low < worst[0]):
+            worst = (low, other, result)
+    if worst is None:
+        return None
+    low, other, result = worst
+    seeds = min(result.seeds_a, result.seeds_b)
+    return (
+        f"Caution: {label}: {arm} was chosen on a tie, which says the runs cannot tell it from "
+        f"{other}, not that the two are equal: {other} may be better by up to {-low:.1f} "
+        f"points (the far end of the interval, over {result.examples} dev examples and "
+        f"{seeds} seed{'' if seeds == 1 else 's'}). To use {arm} only if it is within M points "
+        "of the best arm, rerun tune-report with --margin M; more seeds or a larger dev set "
+        "narrow the interval."
+    )
+
+
 def _cost_words(row: Row, mode: str) -> str:
     """`12.3 s/epoch, 22.57M trainable, encoder passes 15.0k fwd+bwd, 0 fwd` (what of it the
     runs recorded; `no costs recorded`)."""
@@ -320,10 +359,11 @@ def answer_sentence(
 
 
 def answer_lines(report: "Report") -> List[str]:
-    """The answer sentence of every row with paired results; for the seeds of a `--budget`
-    search, what the decision cost against the full protocol (`budgets.decision_sentence`); then
-    its under-training warnings (a mode whose best epoch was its last: still improving when it
-    stopped; a mode trained a single epoch, which cannot tell)."""
+    """The answer sentence of every row with paired results, and its tie caution (`tie_caution`);
+    for the seeds of a `--budget` search, what the decision cost against the full protocol
+    (`budgets.decision_sentence`); then its under-training warnings (a mode whose best epoch
+    was its last: still improving when it stopped; a mode trained a single epoch, which cannot
+    tell)."""
     lines = []
     costs = decision_costs(report.budgets, report.encoder_rows, report.sequential)
     for label, row in report.labelled_rows():
@@ -334,6 +374,9 @@ def answer_lines(report: "Report") -> List[str]:
         sentence = answer_sentence(label, row, budget, report.margin)
         if sentence is not None:
             lines.append(sentence)
+            caution = tie_caution(label, row, report.margin)
+            if caution is not None:
+                lines.append(caution)
             spent = decision_sentence(costs, label) if budget is not None else None
             if spent is not None:
                 lines.append(spent)

@@ -3,7 +3,7 @@ warning, and the paper's columns left out of tables of tasks that are not the pa
 
 import json
 
-from allennlp_tune.reporting.answer import ANSWER_TITLE, DEFAULT_RECIPES, choose_arm
+from allennlp_tune.reporting.answer import ANSWER_TITLE, DEFAULT_RECIPES, _against, choose_arm
 from allennlp_tune.reporting.html_report import render_report_html
 from allennlp_tune.reporting.render import render_json, render_markdown
 from tests.results.test_report_verdict import GOLDS, make, notes, report, table, wrong_every
@@ -168,3 +168,47 @@ def test_a_recipe_given_by_hand_is_named_not_called_the_default(tmp_path, make_r
         "recipes set by hand (fe: TUNE_LR=4e-4, TUNE_PATIENCE=1; ft: TUNE_EPOCHS=5, "
         "TUNE_LR=1e-4; lora: its config's), none searched"
     )
+
+
+def near_tie(tmp_path, make_run, fe_wrong_every):
+    """fe (cheap: forward passes only) wrong on every `fe_wrong_every`-th of 120 dev examples,
+    ft on every 10th (90.0), over three seeds."""
+    root = tmp_path / "runs"
+    for seed in (1, 2, 3):
+        for mode, every in (("fe", fe_wrong_every), ("ft", 10)):
+            predictions = wrong_every(every, seed)
+            run_dir = make(make_run, root, f"reviews_minilm_{mode}", seed, predictions)
+            cost = {"trainable_params": 1e6 if mode == "fe" else 2.3e7, "mean_epoch_seconds": 9.0}
+            cost.update(epoch_instances=[120] * 3, epoch_encoder_trained=[mode == "ft"] * 3)
+            (run_dir / "cost.json").write_text(json.dumps(cost))
+    return root
+
+
+def test_a_tie_that_may_hide_a_gap_is_cautioned(tmp_path, make_run):
+    """fe at 87.5 against ft's 90.0 on 120 dev examples: a tie, so the cheaper fe is the
+    answer, but ft may lead by several points, and the caution says how far and what to do."""
+    root = near_tie(tmp_path, make_run, fe_wrong_every=8)
+    rendered = report(root)
+    [result] = rendered.rows()[0].paired
+    assert result.verdict == "tie"
+    sentence, caution = notes(render_markdown(rendered), ANSWER_TITLE)
+    assert "use fe (feature extraction) (the cheapest" in sentence
+    _other, difference, low, _high = _against(result, "fe")
+    reach = -low
+    assert round(difference, 6) == -2.5 and reach > 1.0
+    assert caution == (
+        "Caution: minilm reviews: fe was chosen on a tie, which says the runs cannot tell it "
+        f"from ft, not that the two are equal: ft may be better by up to {reach:.1f} points "
+        "(the far end of the interval, over 120 dev examples and 3 seeds). To use fe only if "
+        "it is within M points of the best arm, rerun tune-report with --margin M; more seeds "
+        "or a larger dev set narrow the interval."
+    )
+    # With a margin the choice is already bounded: ft is the answer and no caution is given.
+    [sentence] = notes(render_markdown(report(root, margin=1.0)), ANSWER_TITLE)
+    assert "use ft (fine-tuning)" in sentence
+
+
+def test_an_exact_tie_gets_no_caution(tmp_path, make_run):
+    """fe and ft wrong on the same examples: nothing to caution about."""
+    [sentence] = notes(render_markdown(report(near_tie(tmp_path, make_run, 10))), ANSWER_TITLE)
+    assert "use fe (feature extraction)" in sentence
