@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 from allennlp_tune.config_vars import RECIPE_VARS
 from allennlp_tune.modes import mode_order, ordered_run_modes
-from allennlp_tune.reporting.budgets import decision_costs, decision_sentence, row_budget
+from allennlp_tune.reporting.budgets import decision_sentence, row_budget
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
@@ -32,7 +32,6 @@ from allennlp_tune.reporting.paired import (
 from allennlp_tune.reporting.report import Report
 from allennlp_tune.rundir import (
     METRICS_NAME,
-    Run,
     read_json,
 )
 
@@ -96,41 +95,51 @@ def equal_budgets(trials: int) -> str:
     )
 
 
-def last_epoch_best(run: Run) -> Optional[Tuple[bool, int]]:
+Epochs = Tuple[Optional[float], Optional[float]]  # (best_epoch, epoch), 0-based
+
+
+def run_epochs(row: Row) -> Dict[str, List[Epochs]]:
+    """Per mode, each scored run's (best epoch, last epoch) from its `metrics.json` (`None`
+    where missing): read once for both epoch warnings (`under_trained`, `single_epoch`)."""
+    found = {}
+    for mode in row.used_modes():
+        found[mode] = []
+        for run in row.cells[mode].scored_runs:
+            metrics = read_json(run.path / METRICS_NAME) or {}
+            found[mode].append((metrics.get("best_epoch"), metrics.get("epoch")))
+    return found
+
+
+def last_epoch_best(epochs: Epochs) -> Optional[Tuple[bool, int]]:
     """
-    (whether the run's best epoch was its last, epochs trained) from its `metrics.json`
-    (`best_epoch`, `epoch`: 0-based); `None` without both, or after a single epoch (nothing to
-    tell a rising curve from).
+    (whether a run's best epoch was its last, epochs trained) from its (best epoch, last
+    epoch); `None` without both, or after a single epoch (nothing to tell a rising curve from).
     """
-    metrics = read_json(run.path / METRICS_NAME) or {}
-    best, last = metrics.get("best_epoch"), metrics.get("epoch")
+    best, last = epochs
     if not (_is_number(best) and _is_number(last)) or last < 1:
         return None
     return best >= last, int(last) + 1
 
 
-def under_trained(row: Row) -> Dict[str, Tuple[int, int, int]]:
-    """Per mode whose best epoch was the last in some scored run: (such runs, runs that tell,
-    most epochs trained)."""
+def under_trained(epochs: Dict[str, List[Epochs]]) -> Dict[str, Tuple[int, int, int]]:
+    """Per mode whose best epoch was the last in some scored run (`run_epochs`): (such runs,
+    runs that tell, most epochs trained)."""
     found: Dict[str, Tuple[int, int, int]] = {}
-    for mode in row.used_modes():
-        told = [t for t in map(last_epoch_best, row.cells[mode].scored_runs) if t is not None]
+    for mode, runs in epochs.items():
+        told = [t for t in map(last_epoch_best, runs) if t is not None]
         rising = sum(1 for last, _ in told if last)
         if rising:
-            found[mode] = (rising, len(told), max(epochs for _, epochs in told))
+            found[mode] = (rising, len(told), max(trained for _, trained in told))
     return found
 
 
-def single_epoch(row: Row) -> Dict[str, Tuple[int, int]]:
-    """Per mode with scored runs that trained one epoch only (`metrics.json`'s `epoch` 0):
-    (such runs, scored runs). Such a run cannot show whether it was still improving, so
+def single_epoch(epochs: Dict[str, List[Epochs]]) -> Dict[str, Tuple[int, int]]:
+    """Per mode with scored runs (`run_epochs`) that trained one epoch only (`epoch` 0): (such
+    runs, scored runs). Such a run cannot show whether it was still improving, so
     `under_trained` says nothing of it and the answer warns apart."""
     found: Dict[str, Tuple[int, int]] = {}
-    for mode in row.used_modes():
-        runs = row.cells[mode].scored_runs
-        once = sum(
-            1 for run in runs if (read_json(run.path / METRICS_NAME) or {}).get("epoch") == 0
-        )
+    for mode, runs in epochs.items():
+        once = sum(1 for _best, last in runs if last == 0)
         if once:
             found[mode] = (once, len(runs))
     return found
@@ -365,7 +374,6 @@ def answer_lines(report: "Report") -> List[str]:
     was its last: still improving when it stopped; a mode trained a single epoch, which cannot
     tell)."""
     lines = []
-    costs = decision_costs(report.budgets, report.encoder_rows, report.sequential)
     for label, row in report.labelled_rows():
         encoder = next(
             name for name, rows in report.encoder_rows.items() if any(r is row for r in rows)
@@ -377,10 +385,11 @@ def answer_lines(report: "Report") -> List[str]:
             caution = tie_caution(label, row, report.margin)
             if caution is not None:
                 lines.append(caution)
-            spent = decision_sentence(costs, label) if budget is not None else None
+            spent = decision_sentence(report.spent, label) if budget is not None else None
             if spent is not None:
                 lines.append(spent)
-        for mode, (rising, told, epochs) in under_trained(row).items():
+        epochs_of = run_epochs(row)
+        for mode, (rising, told, epochs) in under_trained(epochs_of).items():
             if budget is not None:
                 lines.append(
                     f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
@@ -395,7 +404,7 @@ def answer_lines(report: "Report") -> List[str]:
                 "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
                 "another rate may change its verdict."
             )
-        for mode, (once, runs) in single_epoch(row).items():
+        for mode, (once, runs) in single_epoch(epochs_of).items():
             lines.append(
                 f"Warning: {label} {mode}: trained a single epoch in {once} of {runs} runs, "
                 "so whether it was still improving cannot be told; train it longer "

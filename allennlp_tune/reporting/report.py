@@ -93,11 +93,13 @@ its summary lines and notes, `build_report`, `report_from_dirs`), `answer` (the 
 """
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from allennlp_tune.modes import ordered_run_modes
 from allennlp_tune.reporting.budgets import (
+    DecisionCost,
     budget_lines,
     budget_table,
     decision_costs,
@@ -184,6 +186,12 @@ class Report:
     # The `budget.json` of each results folder that has one (`tune-compare --budget`).
     budgets: List[Dict[str, Any]] = field(default_factory=list)
 
+    @cached_property
+    def spent(self) -> List[DecisionCost]:
+        """What each `--budget` decision spent against the full protocol
+        (`budgets.decision_costs`), worked out once for its table and the answer's line."""
+        return decision_costs(self.budgets, self.encoder_rows, self.sequential)
+
     @property
     def problems(self) -> List[Run]:
         """The runs without a score (failed, incomplete, missing metric, pruned)."""
@@ -206,7 +214,7 @@ class Report:
         searched = budget_table(self.budgets)
         if searched is not None:
             tables.append(searched)
-            spent = decision_table(decision_costs(self.budgets, self.encoder_rows, self.sequential))
+            spent = decision_table(self.spent)
             if spent is not None:
                 tables.append(spent)
         if self.others:
