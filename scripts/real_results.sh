@@ -18,6 +18,8 @@
 #                                     # (PEFT_TASKS="sst2 conll2003": their 8k / 4k subsets)
 #   scripts/real_results.sh peft_search # a PEFT arm's rate and epochs on CoNLL-2003's 4k subset
 #                                     # (PEFT_SEARCH="bitfit:3e-3:10 bitfit:1e-2:10", PEFT_SEEDS)
+#   scripts/real_results.sh blocks    # issue 46: ft, top1-3, bottom2, fe, LoRA x 3 seeds, the RGN
+#                                     # predictor and the report (BLOCKS_TASKS, BLOCKS_SEEDS)
 #   scripts/real_results.sh full      # issue 23: fe / ft on the whole CoNLL-2003 and SST-2 train
 #                                     # splits, seed 1 (FULL_CELLS picks cells, e.g. "conll2003_ft")
 set -euo pipefail
@@ -198,6 +200,43 @@ peft_search() {
       --results-dir "$RUNS/peft_search/${mode}_lr${rate}_ep$epochs" --no-progress \
       "${MINILM_VARS[@]}" --ext-var TUNE_LR="$rate" --ext-var TUNE_EPOCHS="$epochs" \
       ${SUBSET[$task]:-}
+  done
+}
+
+# The frozen arm's recipe per task in the blocks stage: the best fe trial of section 10's
+# equal-budget search on the pair tasks (rate, dropout, patience); SST-2 and CoNLL-2003 were
+# never searched and keep their configs' recipes.
+declare -A BLOCKS_FE=(
+  [sick_e]="--ext-var TUNE_LR=4e-4 --ext-var TUNE_DROPOUT=0.07 --ext-var TUNE_PATIENCE=1"
+  [sick_r]="--ext-var TUNE_LR=2.4e-4 --ext-var TUNE_DROPOUT=0.17 --ext-var TUNE_PATIENCE=2"
+  [mrpc]="--ext-var TUNE_LR=4e-4 --ext-var TUNE_DROPOUT=0.07 --ext-var TUNE_PATIENCE=1"
+  [sts_b]="--ext-var TUNE_LR=6.8e-4 --ext-var TUNE_DROPOUT=0.36 --ext-var TUNE_PATIENCE=1"
+)
+
+blocks() {
+  # RESULTS section 14: every block arm at fine-tuning's MiniLM recipe (1e-4 x 5 epochs, section
+  # 7), fe at its task's searched recipe (BLOCKS_FE), LoRA at its config's; three folders per
+  # task (one recipe each), then tune-layers' RGN pick and one report over the three. A finished
+  # run is skipped, so the stage resumes where it stopped.
+  local task out
+  for task in ${BLOCKS_TASKS:-sick_e sick_r}; do
+    out="$RUNS/blocks/$task"
+    local common=(--encoder "$MINILM" --encoder-label minilm --seeds ${BLOCKS_SEEDS:-1 2 3}
+      --ext-var TUNE_POOLING=mean --no-progress)
+    # shellcheck disable=SC2086
+    $BIN/allennlp tune-compare "$task" "${common[@]}" --modes ft top1 top2 top3 bottom2 \
+      --results-dir "$out/ftrecipe" ${PEFT_SETTINGS[ft]} ${SUBSET[$task]:-}
+    # shellcheck disable=SC2086
+    $BIN/allennlp tune-compare "$task" "${common[@]}" --modes fe --results-dir "$out/fe" \
+      ${BLOCKS_FE[$task]:-} ${SUBSET[$task]:-}
+    # shellcheck disable=SC2086
+    $BIN/allennlp tune-compare "$task" "${common[@]}" --modes lora --results-dir "$out/lora" \
+      ${SUBSET[$task]:-}
+    # shellcheck disable=SC2086
+    $BIN/allennlp tune-layers "$task" --encoder "$MINILM" --encoder-label minilm \
+      --results-dir "$out/ftrecipe" --ext-var TUNE_POOLING=mean ${PEFT_SETTINGS[ft]} \
+      ${SUBSET[$task]:-}
+    $BIN/allennlp tune-report "$out/ftrecipe" "$out/fe" "$out/lora" --margin 1
   done
 }
 
