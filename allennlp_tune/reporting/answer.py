@@ -54,27 +54,29 @@ def hand_set(settings: str) -> str:
     )
 
 
+def mode_recipe(row: Row, mode: str) -> str:
+    """The recipe variables (`config_vars.RECIPE_VARS`) a mode's scored runs were given (their
+    `tune_run.json` ext vars; several values of one across seeds joined with `/`), as
+    `TUNE_EPOCHS=5, TUNE_LR=1e-4`; "" when none was."""
+    given: Dict[str, List[str]] = {}
+    for run in row.cells[mode].scored_runs:
+        for name, value in (run.info.get("ext_vars") or {}).items():
+            if name in RECIPE_VARS and value not in ("", None):
+                values = given.setdefault(name, [])
+                if str(value) not in values:
+                    values.append(str(value))
+    return ", ".join(f"{name}={'/'.join(values)}" for name, values in sorted(given.items()))
+
+
 def hand_set_recipe(row: Row) -> Optional[str]:
     """
-    The recipe variables (`config_vars.RECIPE_VARS`) the row's scored runs were given (their
-    `tune_run.json` ext vars; several values of one across seeds joined with `/`), or `None`
-    when no run had any: `TUNE_EPOCHS=5, TUNE_LR=1e-4` when every mode had the same, else per
-    group of modes, `ft, top3: TUNE_EPOCHS=5, TUNE_LR=1e-4; fe: TUNE_LR=4e-4; lora: its
-    config's`.
+    The recipe variables the row's scored runs were given (`mode_recipe`), or `None` when no
+    run had any: `TUNE_EPOCHS=5, TUNE_LR=1e-4` when every mode had the same, else per group of
+    modes, `ft, top3: TUNE_EPOCHS=5, TUNE_LR=1e-4; fe: TUNE_LR=4e-4; lora: its config's`.
     """
-    texts: Dict[str, str] = {}
-    for mode in row.used_modes():
-        given: Dict[str, List[str]] = {}
-        for run in row.cells[mode].scored_runs:
-            for name, value in (run.info.get("ext_vars") or {}).items():
-                if name in RECIPE_VARS and value not in ("", None):
-                    values = given.setdefault(name, [])
-                    if str(value) not in values:
-                        values.append(str(value))
-        if row.cells[mode].scored_runs:
-            texts[mode] = ", ".join(
-                f"{name}={'/'.join(values)}" for name, values in sorted(given.items())
-            )
+    texts = {
+        mode: mode_recipe(row, mode) for mode in row.used_modes() if row.cells[mode].scored_runs
+    }
     if not any(texts.values()):
         return None
     groups: Dict[str, List[str]] = {}
@@ -85,6 +87,16 @@ def hand_set_recipe(row: Row) -> Optional[str]:
     return "; ".join(
         f"{', '.join(modes)}: {text or CONFIG_RECIPE}" for text, modes in groups.items()
     )
+
+
+def recipe_words(row: Row, mode: str) -> str:
+    """How a mode's recipe came about, for its under-training warning: set by hand (`--ext-var`,
+    perhaps from an earlier search this report cannot see) or its config's, neither searched
+    here."""
+    given = mode_recipe(row, mode)
+    if given:
+        return f"a recipe set by hand ({given}), not searched here"
+    return "its config's recipe, not searched for this task"
 
 
 def equal_budgets(trials: int) -> str:
@@ -401,7 +413,7 @@ def answer_lines(report: "Report") -> List[str]:
             lines.append(
                 f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
                 f"runs ({epochs} epochs): still improving when training stopped, so "
-                "under-trained at a recipe nobody searched; more epochs (TUNE_EPOCHS) or "
+                f"under-trained at {recipe_words(row, mode)}; more epochs (TUNE_EPOCHS) or "
                 "another rate may change its verdict."
             )
         for mode, (once, runs) in single_epoch(epochs_of).items():

@@ -43,8 +43,9 @@ against theirs, and whether the recipes were searched (every run's `tune_run.jso
 `search`; otherwise "recipes set by hand (...)", naming the recipe ext vars the runs were given,
 or "default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last
 (`epoch`, after two epochs or more) in some run gets a warning: still improving, under-trained
-at a recipe nobody searched. A table whose rows have none of the paper's numbers (tasks or
-encoders that are not the paper's) leaves out the paper's columns, and the summary its citation.
+at its config's recipe (not searched for this task) or at one set by hand. A table whose rows have
+none of the paper's numbers (tasks or encoders that are not the paper's) leaves out the paper's
+columns, and the summary its citation.
 
 Equal budgets. A results folder of `tune-compare --budget K` holds `budget.json`
 (`allennlp_tune.experiments.budget`): a table shows per mode its trials (complete / pruned /

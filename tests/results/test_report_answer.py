@@ -170,6 +170,20 @@ def test_a_recipe_given_by_hand_is_named_not_called_the_default(tmp_path, make_r
     )
 
 
+def test_the_under_training_warning_names_a_recipe_set_by_hand(tmp_path, make_run):
+    """A rising mode given its rate by hand (perhaps the best of an earlier search) is said to
+    be at that recipe, not at its config's; a mode given none is at its config's."""
+    root = own_task(tmp_path, make_run, modes=("fe", "ft", "lora"), rising=("ft", "lora"))
+    for seed in (1, 2, 3):
+        info = {"ext_vars": {"TUNE_LR": "1e-4", "TUNE_EPOCHS": "2", "TUNE_SEED": str(seed)}}
+        (root / "reviews_minilm_ft" / f"seed_{seed}" / "tune_run.json").write_text(json.dumps(info))
+    _sentence, ft, lora = notes(render_markdown(report(root)), ANSWER_TITLE)
+    assert ft.startswith("Warning: minilm reviews ft: its best epoch was its last in 3 of 3")
+    assert "under-trained at a recipe set by hand (TUNE_EPOCHS=2, TUNE_LR=1e-4), not " in ft
+    assert lora.startswith("Warning: minilm reviews lora: its best epoch was its last in 3 of 3")
+    assert "under-trained at its config's recipe, not searched for this task;" in lora
+
+
 def near_tie(tmp_path, make_run, fe_wrong_every):
     """fe (cheap: forward passes only) wrong on every `fe_wrong_every`-th of 120 dev examples,
     ft on every 10th (90.0), over three seeds."""
