@@ -15,7 +15,8 @@ Per mode (`budget_run.run_budget`):
 3. the study `<task>_<label>_<mode>` in `RESULTS_DIR/search/optuna.db`, trials under
    `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE, the k-th trial it
    draws, from 0, with sampler seed 1+k (`trial_seeded_sampler`); the median pruner on the
-   per-epoch dev metric; trial seed `SEARCH_SEED`, which is no reported seed). Resumable: the
+   per-epoch dev metric, judging from the first finished trial on (`budget_pruner`); trial
+   seed `SEARCH_SEED`, which is no reported seed). Resumable: the
    study's finished trials (complete, pruned or failed) count against K and only the rest
    run, so every mode ends with exactly K finished trials; a trial a killed process left
    running does not count and its slot runs again. A study with more than K finished trials,
@@ -79,6 +80,17 @@ ELMO_SPACES: Dict[str, Tuple[str, ...]] = {
 # scored on, for every mode alike).
 SEARCH_SEED = 0
 SAMPLER_SEED = 1
+# The pruner of a budget search: a trial stops once its dev metric at an epoch, from the 2nd on,
+# is behind the median of the finished trials' at that epoch, judged from the first finished
+# trial on. tune-search's own default waits for 3 finished trials, which with the budgets a user
+# can afford (K = 2-4 per mode) never prunes; here the first trial is the config's own recipe
+# (enqueued first), a known-good reference to judge the drawn ones against.
+PRUNER_STARTUP_TRIALS = 1
+PRUNER_WARMUP_EPOCHS = 1
+PRUNER_SAID = (
+    f"median (per-epoch dev metric, after {PRUNER_STARTUP_TRIALS} finished trial(s), "
+    f"from epoch {PRUNER_WARMUP_EPOCHS + 1})"
+)
 
 
 @dataclass
@@ -236,6 +248,15 @@ def default_setting(
             notes.append(f"not enqueued: {error}")
             return None, notes
     return setting, notes
+
+
+def budget_pruner() -> Any:
+    """The median pruner every budget search uses (`PRUNER_SAID` says it in budget.json)."""
+    import optuna
+
+    return optuna.pruners.MedianPruner(
+        n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=PRUNER_WARMUP_EPOCHS
+    )
 
 
 def trial_seeded_sampler(seed: int) -> Any:
@@ -421,6 +442,7 @@ def _search_mode(
                     overrides=overrides,
                     keep_checkpoints=keep_checkpoints,
                     sampler=trial_seeded_sampler(SAMPLER_SEED),
+                    pruner=budget_pruner(),
                     enqueue=[start] if start else [],
                 )
         study = _load_study(storage, name)
@@ -499,7 +521,7 @@ def budget_record(
         "budget": budget,
         "search_dir": BUDGET_SEARCH_DIR,
         "search_seed": SEARCH_SEED,
-        "pruner": "median (per-epoch dev metric, after 3 finished trials, from the 2nd epoch)",
+        "pruner": PRUNER_SAID,
         "modes": modes,
     }
 

@@ -51,6 +51,7 @@ from allennlp_tune.experiments.budget import (
     SEARCH_SEED,
     ModeSearch,
     _finished,
+    budget_pruner,
     budget_record,
     default_setting,
     mode_result,
@@ -231,7 +232,15 @@ def _set_up(
     study_name = f"{prefix}-{mode.stem}"
     sampler = trial_seeded_sampler(SAMPLER_SEED)
     mode.study = study = _open_checked_study(
-        storage, study_name, mode.config, metric, higher_is_better, True, None, sampler, None
+        storage,
+        study_name,
+        mode.config,
+        metric,
+        higher_is_better,
+        True,
+        budget_pruner(),
+        sampler,
+        None,
     )
     counted = counted_trials(study)
     if len(counted) > budget:
