@@ -126,7 +126,8 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="search each mode's recipe first, K Optuna trials per mode over its own space "
         "(fe: rate, dropout, patience; ft, sf, bitfit, lora, topK: rate, epochs), the config's "
-        "own recipe among them, the median pruner stopping trials that are clearly behind; "
+        "own recipe first, the median pruner stopping a trial that falls behind the finished "
+        "ones at the same epoch; "
         "then train the seeds of each mode's best setting. Trials go to RESULTS_DIR/search "
         "(resumable: a rerun runs only the trials a study lacks), the searches to "
         "RESULTS_DIR/budget.json, which the report shows. With --coordinator, workers given the "

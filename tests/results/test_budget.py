@@ -21,6 +21,7 @@ from allennlp.common.checks import ConfigurationError
 import allennlp_tune  # noqa: F401  (registers the subcommands, sets the ext var defaults)
 from allennlp_tune.experiments.budget import (
     SPACES,
+    budget_pruner,
     default_setting,
     mode_space,
     parse_spaces,
@@ -76,6 +77,33 @@ def written_configs(folder: Path, modes):
     """tune-compare's configs of the reviews task, written into `folder`/configs."""
     task = load_task(str(write_reviews(folder / "task")))
     return write_configs(task, resolve_encoder(str(BERT)), modes, folder, {})
+
+
+def test_a_budget_search_prunes_from_the_first_finished_trial():
+    """
+    With K = 3 a drawn trial behind the config's own recipe (trial 0) at the same epoch stops
+    from its 2nd epoch; one ahead of it goes on. tune-search's default pruner, which waits for
+    3 finished trials, lets the same trial train to the end: no saving at the budgets users run.
+    """
+
+    def behind_at(pruner, values):
+        study = optuna.create_study(direction="maximize", pruner=pruner)
+        recipe = study.ask()
+        for epoch, value in enumerate([0.60, 0.70, 0.75]):
+            recipe.report(value, step=epoch)
+        study.tell(recipe, 0.75)
+        drawn = study.ask()
+        decisions = []
+        for epoch, value in enumerate(values):
+            drawn.report(value, step=epoch)
+            decisions.append(drawn.should_prune())
+        return decisions
+
+    assert behind_at(budget_pruner(), [0.50, 0.66]) == [False, True]  # epoch 1 is a warm-up
+    assert behind_at(budget_pruner(), [0.50, 0.71, 0.74]) == [False, False, True]
+    assert behind_at(budget_pruner(), [0.62, 0.72, 0.76]) == [False, False, False]
+    waits = optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
+    assert behind_at(waits, [0.50, 0.66, 0.70]) == [False, False, False]
 
 
 def test_budget_options_are_checked_before_anything_trains(tmp_path, monkeypatch, capsys):
