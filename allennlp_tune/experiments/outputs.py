@@ -238,11 +238,25 @@ def predict_subprocess(run_dir: Path, environment: Dict[str, str], log_path: Pat
 
 
 def predict_in_process(run_dir: Path, environment: Dict[str, str], log_path: Path) -> Optional[str]:
-    """`write_dev_predictions` in this process (tune-search trains in-process too)."""
+    """
+    `write_dev_predictions` in this process (tune-search trains in-process too), its log lines
+    (the archive's and the reader's parameters, at INFO) in `log_path` as a prediction in its
+    own process writes them, not on the command's terminal.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    to_file = logging.FileHandler(log_path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(name)s - %(message)s"))
+    root.handlers[:] = [to_file]
+    root.setLevel(logging.INFO)
     try:
         write_dev_predictions(run_dir)
     except Exception as error:
         return f"{type(error).__name__}: {error}"[:300]
+    finally:
+        to_file.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
     return None
 
 

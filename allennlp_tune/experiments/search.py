@@ -284,9 +284,13 @@ def _train_trial(
     raw = _load_params(config, ext_vars, overrides).as_dict(quiet=True)
     trainer = raw.setdefault("trainer", {})
     trainer["callbacks"] = list(trainer.get("callbacks") or []) + [{"type": "optuna_pruning"}]
-    # train_model points the root logger at the trial's out.log; put it back afterwards.
+    # train_model points the root logger at the trial's out.log; put it back afterwards. Until
+    # it does, it logs a few parameters at INFO: without the command's own handlers (which hold
+    # the terminal's stderr, so tune-compare's quiet search would print them) they go nowhere,
+    # as they never reached out.log.
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    root.handlers[:] = []
     try:
         train_model(Params(raw), serialization_dir=str(run_dir), file_friendly_logging=True)
     finally:

@@ -1,5 +1,7 @@
 import glob
+import io
 import json
+import logging
 import os
 import pwd
 import shutil
@@ -81,16 +83,30 @@ def test_search_writes_sqlite_study_and_best_params(
     fixed = {key: tiny_ext_vars[key] for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")}
     params = [SearchParam.parse(spec) for spec in PARAMS]
     pruner = PruneTrialOne()
-    result = run_search(
-        tiny_config,
-        params,
-        trials=3,
-        study_name="bow",
-        results_dir=tmp_path,
-        ext_vars=fixed,
-        pruner=pruner,
-        sampler=optuna.samplers.RandomSampler(seed=0),
-    )
+    # The command's own root handler (AllenNLP's main sets one on the terminal's stderr) gets
+    # nothing from the trials, which log to their out.log, and is there again afterwards.
+    terminal = logging.StreamHandler(io.StringIO())
+    root = logging.getLogger()
+    root.addHandler(terminal)
+    level, root.level = root.level, logging.INFO
+    try:
+        result = run_search(
+            tiny_config,
+            params,
+            trials=3,
+            study_name="bow",
+            results_dir=tmp_path,
+            ext_vars=fixed,
+            pruner=pruner,
+            sampler=optuna.samplers.RandomSampler(seed=0),
+        )
+        assert terminal in root.handlers
+    finally:
+        root.removeHandler(terminal)
+        root.setLevel(level)
+    assert terminal.stream.getvalue() == ""
+    assert "allennlp.common.params" in (tmp_path / "bow" / "trial_0" / "out.log").read_text()
+    assert "dataset_reader.type" in (tmp_path / "bow" / "trial_0" / "tune_predict.log").read_text()
 
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     study = optuna.load_study(study_name="bow", storage=storage)
