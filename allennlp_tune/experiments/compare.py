@@ -628,52 +628,33 @@ def _seeds_of_best_settings(
     grid_options: Dict[str, Any],
 ) -> GridResult:
     """
-    Each mode's seeds with its own ext vars (its best setting), one grid per mode. A refusal
-    of the grid (seeds trained with an earlier best setting, say) says which mode and setting.
-    Workers (a `coordinator` in `grid_options`) share one grid of every mode's seeds instead,
-    each config with its mode's ext vars (`run_grid`'s `config_ext_vars`).
+    Each mode's seeds with its own ext vars (its best setting) as one grid, each config with
+    its mode's ext vars (`run_grid`'s `config_ext_vars`): one plan and one estimated total for
+    all of them, and with workers (a `coordinator` in `grid_options`) one grid they share. A
+    refusal of the grid (seeds trained with an earlier best setting, say) names the run, and so
+    the mode, and says the settings came from the search.
     """
-    if grid_options.get("coordinator") is not None:
-        common = {
-            key: value
-            for key, value in mode_ext_vars[next(iter(configs))].items()
-            if all(own.get(key) == value for own in mode_ext_vars.values())
-        }
-        own = {
-            config: {key: value for key, value in mode_ext_vars[mode].items() if key not in common}
-            for mode, config in configs.items()
-        }
-        try:
-            return run_grid(
-                list(configs.values()),
-                seeds,
-                results_dir,
-                ext_vars=common,
-                overrides=overrides,
-                tool="tune-compare",
-                config_ext_vars=own,
-                **grid_options,
-            )
-        except ConfigurationError as error:
-            raise ConfigurationError(
-                f"the seeds, at each mode's best setting of its {budget} search trials: {error}"
-            ) from None
-    total = GridResult()
-    for mode, config in configs.items():
-        try:
-            part = run_grid(
-                [config],
-                seeds,
-                results_dir,
-                ext_vars=mode_ext_vars[mode],
-                overrides=overrides,
-                tool="tune-compare",
-                **grid_options,
-            )
-        except ConfigurationError as error:
-            raise ConfigurationError(
-                f"the {mode} seeds, at the best setting of its {budget} search trials: {error}"
-            ) from None
-        for name in ("trained", "skipped", "failed", "moved_aside", "retrained"):
-            getattr(total, name).extend(getattr(part, name))
-    return total
+    common = {
+        key: value
+        for key, value in mode_ext_vars[next(iter(configs))].items()
+        if all(own.get(key) == value for own in mode_ext_vars.values())
+    }
+    own = {
+        config: {key: value for key, value in mode_ext_vars[mode].items() if key not in common}
+        for mode, config in configs.items()
+    }
+    try:
+        return run_grid(
+            list(configs.values()),
+            seeds,
+            results_dir,
+            ext_vars=common,
+            overrides=overrides,
+            tool="tune-compare",
+            config_ext_vars=own,
+            **grid_options,
+        )
+    except ConfigurationError as error:
+        raise ConfigurationError(
+            f"the seeds, at each mode's best setting of its {budget} search trials: {error}"
+        ) from None

@@ -279,9 +279,9 @@ def run_sequential(
     `run_rounds` with the `sequential` plan, training with `run_grid` (its `grid_options` as
     they are, `plan` (the planner), `runner` and `predict` included; `predict` must not be
     `None`: the looks need dev predictions). `mode_ext_vars` (mode -> ext vars) trains each
-    mode with its own ext vars instead of `grid_options`' (`tune-compare --budget`: each
-    mode's best setting), one grid per mode and round. Each round's plan covers the seeds up
-    to the last look (`run_grid`'s `plan_seeds`): the most the comparison can still train.
+    mode with its own ext vars over `grid_options`' (`tune-compare --budget`: each mode's best
+    setting), one grid per round. Each round's plan covers the seeds up to the last look
+    (`run_grid`'s `plan_seeds`): the most the comparison can still train.
     """
     if "predict" in grid_options and grid_options["predict"] is None:
         raise ValueError("a sequential comparison needs each run's dev predictions (predict)")
@@ -293,19 +293,15 @@ def run_sequential(
         if mode_ext_vars is None:
             chosen = [configs[mode] for mode in modes]
             return run_grid(chosen, round_seeds, results_dir, tool=tool, **grid_options)
-        options = {key: value for key, value in grid_options.items() if key != "ext_vars"}
-        total = GridResult()
-        for mode in modes:
-            part = run_grid(
-                [configs[mode]],
-                round_seeds,
-                results_dir,
-                tool=tool,
-                ext_vars=mode_ext_vars[mode],
-                **options,
-            )
-            for name in ("trained", "skipped", "failed", "moved_aside", "retrained"):
-                getattr(total, name).extend(getattr(part, name))
-        return total
+        # One grid for the round's modes, each config with its mode's ext vars, so the round
+        # has one plan and one estimated total (as the workers' shared grid does).
+        return run_grid(
+            [configs[mode] for mode in modes],
+            round_seeds,
+            results_dir,
+            tool=tool,
+            config_ext_vars={configs[mode]: mode_ext_vars[mode] for mode in modes},
+            **grid_options,
+        )
 
     return run_rounds(configs, seeds, Path(results_dir), train, sequential, margin, tool)

@@ -293,7 +293,7 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
             runner=in_process_training, predict=predict_in_process, progress=False, plan=False,
         )  # fmt: skip
     message = str(refused.value)
-    assert message.startswith("the ft seeds, at the best setting of its 3 search trials: ")
+    assert message.startswith("the seeds, at each mode's best setting of its 3 search trials: ")
     assert "reviews_bertuncased_ft/seed_1: TUNE_EPOCHS " in message, message
     assert "-> 0.0001" in message and "--retrain-changed" in message
 

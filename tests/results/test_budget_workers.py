@@ -52,8 +52,7 @@ def compare(task, results, budget=2, modes=("ft", "bitfit"), seeds=(1,), **optio
         runner=in_process_training,
         predict=predict_in_process,
         progress=False,
-        plan=False,
-        **options,
+        **{"plan": False, **options},
     )
 
 
@@ -225,13 +224,22 @@ def shared_studies_of(results, url, mode):
     return optuna.load_study(study_name=f"{prefix}-reviews_bertuncased_{mode}", storage=url)
 
 
-def test_budget_then_sequential_rounds_at_each_best(tmp_path):
+def test_budget_then_sequential_rounds_at_each_best(tmp_path, capsys):
     """--budget 1 and --sequential (one look of 2 seeds) in one process: the searches, then the
-    rounds' seeds at each mode's best setting, and sequential.json."""
+    rounds' seeds at each mode's best setting, one plan for the round's modes, and
+    sequential.json."""
     task = write_reviews(tmp_path / "task")
     results = tmp_path / "out"
-    result = compare(task, results, budget=1, seeds=(1, 2), sequential=SequentialPlan(looks=(2,)))
+    result = compare(
+        task, results, budget=1, seeds=(1, 2), sequential=SequentialPlan(looks=(2,)),
+        plan=True, calibrate=False,
+    )  # fmt: skip
     assert len(result.trained) == 4 and not result.failed
+    err = capsys.readouterr().err
+    # The whole decision's plan, then one plan of the round: both modes, one estimated total.
+    assert err.count("plan of the whole decision (--budget 1)") == 1
+    assert err.count("plan of the 2 cell(s) with runs to do") == 1, err
+    assert err.count("Estimated total:") == 2
     budget = {m["mode"]: m for m in json.loads((results / "budget.json").read_text())["modes"]}
     for mode in ("ft", "bitfit"):
         assert sum(budget[mode]["trials"].values()) == 1
