@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.process import last_line, train_subprocess
+from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
@@ -243,20 +244,13 @@ def predict_in_process(run_dir: Path, environment: Dict[str, str], log_path: Pat
     (the archive's and the reader's parameters, at INFO) in `log_path` as a prediction in its
     own process writes them, not on the command's terminal.
     """
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     to_file = logging.FileHandler(log_path, encoding="utf-8")
     to_file.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(name)s - %(message)s"))
-    root.handlers[:] = [to_file]
-    root.setLevel(logging.INFO)
     try:
-        write_dev_predictions(run_dir)
+        with root_logging([to_file], logging.INFO):
+            write_dev_predictions(run_dir)
     except Exception as error:
         return f"{type(error).__name__}: {error}"[:300]
-    finally:
-        to_file.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
     return None
 
 

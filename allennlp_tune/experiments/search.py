@@ -55,6 +55,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.outputs import predict_in_process, record_run_outputs, run_record
+from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
     FAILED,
     METRICS_NAME,
@@ -288,17 +289,10 @@ def _train_trial(
     # it does, it logs a few parameters at INFO: without the command's own handlers (which hold
     # the terminal's stderr, so tune-compare's quiet search would print them) they go nowhere,
     # as they never reached out.log.
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    root.handlers[:] = []
     try:
-        train_model(Params(raw), serialization_dir=str(run_dir), file_friendly_logging=True)
+        with root_logging([]):
+            train_model(Params(raw), serialization_dir=str(run_dir), file_friendly_logging=True)
     finally:
-        for handler in root.handlers:
-            if handler not in handlers:
-                handler.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
         _release_gpu_memory()
 
 
