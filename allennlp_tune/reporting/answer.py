@@ -5,7 +5,8 @@ than the best by more than M points), by how much against the others (95% interv
 what cost, and whether the recipes were searched ("equal budgets (K trials per mode)" for the
 seeds of `tune-compare --budget K`); a caution where the chosen arm only ties a better-scoring
 one that may lead it by more than a point (`tie_caution`); and a warning for a mode whose best
-epoch was its last (still improving when training stopped).
+epoch was its last (still improving when training stopped), or that gave every example one
+class (it had not learned the task when it stopped).
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -21,6 +22,7 @@ from allennlp_tune.reporting.costs import (
     mean_encoder_passes,
     passes_text,
 )
+from allennlp_tune.reporting.intervals import has_predictions, predictions_name
 from allennlp_tune.reporting.labels import (
     mode_title,
     signed,
@@ -28,6 +30,8 @@ from allennlp_tune.reporting.labels import (
 from allennlp_tune.reporting.paired import (
     TIE,
     PairedResult,
+    PredictionsMismatch,
+    read_predictions,
 )
 from allennlp_tune.reporting.report import Report
 from allennlp_tune.rundir import (
@@ -154,6 +158,36 @@ def single_epoch(epochs: Dict[str, List[Epochs]]) -> Dict[str, Tuple[int, int]]:
         once = sum(1 for _best, last in runs if last == 0)
         if once:
             found[mode] = (once, len(runs))
+    return found
+
+
+def one_class_runs(row: Row, split: str) -> Dict[str, Tuple[int, int, str]]:
+    """
+    Per mode with scored runs that predicted one and the same class for every example of
+    `split` whose golds hold several (a classifier's predictions file, its labels strings):
+    (such runs, scored runs, the class). Such a run had not learned the task when it stopped:
+    seen on CoLA, where the frozen BCN head at its config's recipe (patience 3) gave every dev
+    sentence the majority class for four epochs (MCC 0) while its loss still fell, and a
+    searched recipe left that state at its third epoch. Its score is of a model that had not
+    started, not of its mode. Unreadable predictions are left to the intervals to report.
+    """
+    found: Dict[str, Tuple[int, int, str]] = {}
+    for mode in row.used_modes():
+        runs = row.cells[mode].scored_runs
+        classes = []
+        for run in runs:
+            if not has_predictions(run, split):
+                continue
+            try:
+                predictions = read_predictions(run.path / predictions_name(split))
+            except (OSError, PredictionsMismatch):
+                continue
+            predicted = set(map(str, predictions.predictions))
+            labels = all(isinstance(p, str) for p in predictions.predictions)
+            if labels and len(predicted) == 1 and len(set(map(str, predictions.golds))) > 1:
+                classes.append(next(iter(predicted)))
+        if classes:
+            found[mode] = (len(classes), len(runs), classes[0])
     return found
 
 
@@ -415,6 +449,14 @@ def answer_lines(report: "Report") -> List[str]:
                 f"runs ({epochs} epochs): still improving when training stopped, so "
                 f"under-trained at {recipe_words(row, mode)}; more epochs (TUNE_EPOCHS) or "
                 "another rate may change its verdict."
+            )
+        for mode, (stuck, runs, label_value) in one_class_runs(row, report.split).items():
+            lines.append(
+                f"Warning: {label} {mode}: predicted {label_value!r} for every "
+                f"{report.split} example in {stuck} of {runs} runs: it had not learned the "
+                "task when training stopped (early stopping can end a run whose dev metric has "
+                "not yet moved); more patience (TUNE_PATIENCE), another rate or a search "
+                "(--budget) may change its verdict."
             )
         for mode, (once, runs) in single_epoch(epochs_of).items():
             lines.append(
