@@ -437,11 +437,20 @@ def answer_lines(report: "Report") -> List[str]:
         epochs_of = run_epochs(row)
         for mode, (rising, told, epochs) in under_trained(epochs_of).items():
             if budget is not None:
+                # fe's default space searches rate, dropout and patience, not epochs: a wider
+                # range of what was never searched is not the advice there.
+                searched_epochs = "TUNE_EPOCHS=" in mode_recipe(row, mode)
+                advice = (
+                    "a wider epoch range (--space) may change its verdict."
+                    if searched_epochs
+                    else f"its search did not set the epochs (its config's {epochs}): adding "
+                    f"TUNE_EPOCHS={epochs}:{2 * epochs} to its space (--space {mode}='<its "
+                    f"space> TUNE_EPOCHS={epochs}:{2 * epochs}') may change its verdict."
+                )
                 lines.append(
                     f"Warning: {label} {mode}: its best epoch was its last in {rising} of {told} "
                     f"runs ({epochs} epochs): still improving when training stopped, at the "
-                    "best setting of its search; a wider epoch range (--space) may change its "
-                    "verdict."
+                    f"best setting of its search; {advice}"
                 )
                 continue
             lines.append(

@@ -125,3 +125,35 @@ def test_a_budget_file_from_before_full_passes_gets_no_table(tmp_path, make_run)
     markdown = render_markdown(report(root))
     assert DECISION_TITLE not in markdown and "The decision on" not in markdown
     assert "equal budgets (3 trials per mode" in markdown
+
+
+def test_a_rising_mode_is_told_to_search_epochs_only_where_its_search_did_not(tmp_path, make_run):
+    """Both modes' best epoch was their last (3 of 3). ft's search set its epochs (TUNE_EPOCHS
+    in its setting): widen the range. fe's did not (its default space is rate, dropout and
+    patience), so 'a wider epoch range' would point at nothing: the answer names the variable
+    to add to its space instead."""
+    root = _budget_folder(tmp_path, make_run)
+    budget = json.loads((root / "budget.json").read_text())
+    budget["modes"][1]["setting"]["TUNE_EPOCHS"] = "3"
+    (root / "budget.json").write_text(json.dumps(budget))
+    for mode in ("fe", "ft"):
+        for seed in (1, 2, 3):
+            run_dir = root / f"reviews_minilm_{mode}" / f"seed_{seed}"
+            metrics = json.loads((run_dir / "metrics.json").read_text())
+            metrics.update(epoch=2, best_epoch=2)
+            (run_dir / "metrics.json").write_text(json.dumps(metrics))
+            if mode == "ft":
+                info = {"ext_vars": budget["modes"][1]["setting"]}
+                (run_dir / "tune_run.json").write_text(json.dumps(info))
+    warnings = [
+        line for line in notes(render_markdown(report(root)), "The answer") if "best epoch" in line
+    ]
+    assert warnings == [
+        "Warning: minilm reviews fe: its best epoch was its last in 3 of 3 runs (3 epochs): "
+        "still improving when training stopped, at the best setting of its search; its search "
+        "did not set the epochs (its config's 3): adding TUNE_EPOCHS=3:6 to its space (--space "
+        "fe='<its space> TUNE_EPOCHS=3:6') may change its verdict.",
+        "Warning: minilm reviews ft: its best epoch was its last in 3 of 3 runs (3 epochs): "
+        "still improving when training stopped, at the best setting of its search; a wider "
+        "epoch range (--space) may change its verdict.",
+    ]
