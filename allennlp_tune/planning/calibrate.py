@@ -26,6 +26,17 @@ cost when its encoder is unfrozen, and the model as built is the frozen phase al
 cost model's numbers, with a note. Cells that differ only by seed are one cell (the planner plans
 the first pending seed of each config).
 
+A cell with finished runs trained on this machine (their `cost.json` names this host, and their
+`config.json` is the cell's but for seeds, epochs, patience, schedule and rate: `timing_key`)
+takes its times from them instead (`measured_cell`): the median of their first epochs and of
+their later ones. A few timed batches are a small sample, and a moment of other work on the
+machine (a test suite, another job) can multiply them: on CoLA, three fe batches timed beside
+a short test run gave 1.3 s each against 0.35 s idle, and a plan of 5.2 hours for what took
+one. Whole epochs of this cell on this machine are the better estimate wherever there are
+some: a rerun with other seeds, the later rounds of `--sequential`, the seeds after a budget
+search (whose trials are other cells), and they cost no timing. Runs of another host (a results
+folder shared by workers on several machines, or copied from one) are not used.
+
 Calibration is on by default before tune-grid and tune-compare train; `--no-calibrate` or
 `TUNE_PLAN_CALIBRATE=0` in the environment gives the cost model's numbers alone (the test suite
 sets it, so the grid tests do not time models). A cell whose calibration fails (its model does
@@ -40,15 +51,18 @@ import json
 import logging
 import math
 import os
+import platform
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from allennlp_tune.planning.data_count import validation_count
 from allennlp_tune.planning.encoder_size import find_embedder
 from allennlp_tune.planning.plan import CellPlan, counted
-from allennlp_tune.rundir import loader_batch_size
+from allennlp_tune.rundir import COST_NAME, loader_batch_size, read_json
 
 # The environment variable that turns calibration off ("0", "false", "no").
 CALIBRATE_ENV = "TUNE_PLAN_CALIBRATE"
@@ -326,18 +340,77 @@ def calibrate_cell(
     return True
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def measured_cell(plan: CellPlan, rendered: Mapping[str, Any], host: Optional[str] = None) -> bool:
+    """
+    Sets `plan`'s time per epoch (and a cached cell's first epoch) from its finished runs
+    (`plan.finished_runs`) that trained on `host` (default this machine) with the cell's config
+    as far as it sets the time of a batch (`timing_key`), with `plan.time_source` "measured"
+    and a note; returns whether it did (module docstring). A cached cell needs runs with a
+    later epoch too, as its first epoch fills the cache and costs more.
+    """
+    host = host or platform.node()
+    key = timing_key(rendered)
+    firsts: List[float] = []
+    laters: List[float] = []
+    used = 0
+    for run_dir in plan.finished_runs:
+        cost = read_json(Path(run_dir) / COST_NAME) or {}
+        seconds = cost.get("epoch_seconds")
+        if cost.get("finished") is not True or cost.get("host") != host:
+            continue
+        if not isinstance(seconds, list) or not seconds or not all(map(_number, seconds)):
+            continue
+        config = read_json(Path(run_dir) / "config.json")
+        if not isinstance(config, dict) or timing_key(config) != key:
+            continue
+        used += 1
+        firsts.append(float(seconds[0]))
+        laters.extend(float(second) for second in seconds[1:])
+    if not used:
+        return False
+    cached = plan.cache_config is not None
+    if cached and not laters:
+        return False
+    epochs = len(firsts) + len(laters)
+    runs = counted(used, "finished run")
+    if cached:
+        plan.first_epoch_seconds = statistics.median(firsts)
+        plan.epoch_seconds = statistics.median(laters)
+        how = (
+            f"median first epoch {plan.first_epoch_seconds:.1f} s, later {plan.epoch_seconds:.1f} s"
+        )
+    else:
+        plan.first_epoch_seconds = None
+        plan.epoch_seconds = statistics.median(firsts + laters)
+        how = f"median epoch {plan.epoch_seconds:.1f} s"
+    plan.time_source = "measured"
+    plan.notes.append(
+        f"time measured on this machine: {runs} of this cell ({counted(epochs, 'epoch')}), "
+        f"{how}; no batches timed"
+    )
+    return True
+
+
 def calibrate_plans(
     plans: List[CellPlan],
     timer: Optional[Timer] = None,
     cap_seconds: float = DEFAULT_CAP_SECONDS,
+    host: Optional[str] = None,
 ) -> None:
-    """`calibrate_cell` of each plan that rendered and has no problem a run would fail on, timed
-    with `timer` (default `time_batches`). A config timed before in this process (the same
-    rendered config but for its seeds, epochs and rate, `timing_key`: tune-compare's later rounds,
-    the seeds after a `--budget` search) is not timed again."""
+    """Each plan that rendered and has no problem a run would fail on: `measured_cell` where
+    the cell has finished runs of this machine (`host`, default this one), else `calibrate_cell`
+    timed with `timer` (default `time_batches`). A config timed before in this process (the
+    same rendered config but for its seeds, epochs and rate, `timing_key`: tune-compare's later
+    rounds, the seeds after a `--budget` search) is not timed again."""
     timer = timer or time_batches
     for plan in plans:
         if plan.rendered is not None and not plan.problems:
+            if measured_cell(plan, plan.rendered, host):
+                continue
             calibrate_cell(plan, plan.rendered, _remembered(timer), cap_seconds=cap_seconds)
 
 
@@ -382,5 +455,6 @@ __all__ = [
     "calibrate_cell",
     "calibrate_plans",
     "calibration_enabled",
+    "measured_cell",
     "time_batches",
 ]

@@ -80,11 +80,14 @@ class CellPlan:
     first_epoch_seconds: Optional[float] = None  # a cached fe cell's first epoch
     epochs: Optional[int] = None  # the config's trainer.num_epochs
     peak_rss_mb: Optional[float] = None
-    # Where the times came from: "cost model", or "calibrated" (measured on this machine,
-    # `calibrate.calibrate_cell`).
+    # Where the times came from: "cost model", "calibrated" (a few batches timed on this
+    # machine, `calibrate.calibrate_cell`) or "measured" (this machine's finished runs of the
+    # cell, `calibrate.measured_cell`).
     time_source: str = "cost model"
     # The runs of this cell still to do (its pending seeds), for the command's total.
     pending_runs: int = 1
+    # Its finished runs (run folders), whose epochs the calibration reads before timing batches.
+    finished_runs: List[Path] = field(default_factory=list)
     # The config as rendered for the run (None where it did not render), for the calibration.
     rendered: Optional[Dict[str, Any]] = field(default=None, repr=False)
     notes: List[str] = field(default_factory=list)

@@ -98,7 +98,7 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
                 f"{encoder.hidden_size} + {entries} x 2.2 KB = {_size(plan.cache_bytes)} in "
                 f"{plan.cache_directory}"
             )
-        if plan.cost_key is not None and plan.time_source == "calibrated":
+        if plan.cost_key is not None and plan.time_source in ("calibrated", "measured"):
             details.append(f"{plan.stem}: RAM from COST_MODEL[{plan.cost_key!r}]")
         elif plan.cost_key is not None:
             details.append(f"{plan.stem}: time and RAM from COST_MODEL[{plan.cost_key!r}]")
@@ -112,7 +112,8 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         "(allennlp_tune/planning/cost_model.py; modes with measurements: "
         f'{", ".join(modes) or "none"}); n/a where no measurement exists. Time "calibrated": '
         "a few training batches of the cell timed on this machine, scaled to its counted "
-        "instances (allennlp_tune/planning/calibrate.py)."
+        'instances; "measured": the median epoch of its finished runs on this machine '
+        "(allennlp_tune/planning/calibrate.py)."
     )
     return (
         "\n".join(lines + [""] + details + ([""] if details else []) + [footer, total_line(plans)])

@@ -271,3 +271,79 @@ def test_timed_batches_are_grouped_by_length_as_the_bucket_sampler_groups_them()
     assert [len(group) for group in in_order] == [4, 4, 4, 4]
     assert in_order[1:] == [instances[k : k + 4] for k in (4, 8, 12)]
     assert padded(groups[1:]) < padded(in_order[1:])
+
+
+def _finished_run(folder, rendered, seconds, host):
+    """A finished run folder as a training child leaves it: its config and cost.json."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(rendered))
+    cost = {"epoch_seconds": seconds, "epochs": len(seconds), "finished": True, "host": host}
+    (folder / "cost.json").write_text(json.dumps(cost))
+    return folder
+
+
+def test_a_cell_with_finished_runs_on_this_machine_takes_their_epochs(tmp_path):
+    """A cached fe cell with two finished runs here (another seed and rate: the same timing
+    key): the median first epoch and the median later one, no batch timed. A run of another
+    host, one of another batch size and one still training are not read."""
+    import platform
+
+    def never(*args):
+        raise AssertionError("timed batches despite finished runs of this machine")
+
+    cell = plan_cell(SST2_FE, VARIABLES, cache_directory=tmp_path / "cache")
+    other_seed = plan_cell(SST2_FE, {**VARIABLES, "TUNE_SEED": "5", "TUNE_LR": "3e-4"}).rendered
+    bigger = plan_cell(SST2_FE, {**VARIABLES, "TUNE_BATCH_SIZE": "64"}).rendered
+    here = platform.node()
+    cell.finished_runs = [
+        _finished_run(tmp_path / "seed_1", cell.rendered, [30.0, 10.0, 12.0], here),
+        _finished_run(tmp_path / "seed_5", other_seed, [28.0, 11.0, 9.0], here),
+        _finished_run(tmp_path / "seed_6", cell.rendered, [300.0, 300.0], here + "-elsewhere"),
+        _finished_run(tmp_path / "seed_7", bigger, [3.0, 1.0], here),
+    ]
+    running = _finished_run(tmp_path / "seed_8", cell.rendered, [1.0, 1.0], here)
+    cost = json.loads((running / "cost.json").read_text())
+    (running / "cost.json").write_text(json.dumps({**cost, "finished": False}))
+    cell.finished_runs.append(running)
+    calibrate.calibrate_plans([cell], timer=never)
+    assert cell.time_source == "measured"
+    assert (cell.first_epoch_seconds, cell.epoch_seconds) == (29.0, 10.5)
+    assert cell.notes[-1] == (
+        "time measured on this machine: 2 finished runs of this cell (6 epochs), median first "
+        "epoch 29.0 s, later 10.5 s; no batches timed"
+    )
+    row = next(line for line in render.render_plan([cell]).splitlines() if "sst2_bert_fe" in line)
+    assert "| 29 s first, then 10 s (measured) |" in row
+
+
+def test_a_rerun_with_other_seeds_plans_from_the_first_runs_epochs(tmp_path, capsys, monkeypatch):
+    """Seeds 1 and 2 trained here (epochs of 9 s); a later grid with seed 3, in a process
+    that timed nothing (no remembered timing), plans 9 s per epoch from them and times no
+    batch."""
+    import platform
+
+    def finished_here(command, environment, log_path):
+        code = fake_training(command, environment, log_path)
+        run_dir = Path(command[command.index("-s") + 1])
+        cost = json.loads((run_dir / "cost.json").read_text())
+        cost.update(finished=True, host=platform.node())
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+        return code
+
+    monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
+    monkeypatch.setattr(calibrate, "time_batches", fixed_timer(train=1.0, forward=0.0))
+    variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
+    options = dict(runner=finished_here, predict=None, progress=False)
+    run_grid([SST2_FT], [1, 2], tmp_path / "grid", variables, **options)
+    assert "| 3 s (calibrated) |" in capsys.readouterr().err
+
+    def never(*args):
+        raise AssertionError("timed batches despite finished runs of this machine")
+
+    monkeypatch.setattr(calibrate, "_TIMINGS", {})
+    monkeypatch.setattr(calibrate, "time_batches", never)
+    run_grid([SST2_FT], [3], tmp_path / "grid", variables, **options)
+    err = capsys.readouterr().err
+    assert "| 9 s (measured) | 27 s (3 epochs) |" in err
+    assert "time measured on this machine: 2 finished runs of this cell (4 epochs)" in err
+    assert "sst2_bert_ft seed 3 took 0:18 (training, 2 epochs), planned 0:18 (+0%, measured)" in err

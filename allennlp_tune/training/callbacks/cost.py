@@ -19,6 +19,7 @@ The `tune_cost` callback writes `cost.json` into the serialization directory aft
   "epoch_instances": [5000, 5000],      // training instances per epoch (this process's)
   "epoch_encoder_trained": [false, false],  // whether the encoder trained (beyond its scalar mix)
   "encoder_layers": 12,                 // the encoder's layers (its config's), null if unknown
+  "host": "node-7",                     // the machine that trained (platform.node())
   "finished": true                      // false while training (or when it was stopped)
 }
 ```
@@ -46,6 +47,7 @@ Registered as a `TrainerCallback` with name "tune_cost":
 """
 
 import logging
+import platform
 import resource
 import sys
 import time
@@ -188,6 +190,7 @@ class CostCallback(TrainerCallback):
             "epoch_instances": list(self._epoch_instances),
             "epoch_encoder_trained": list(self._epoch_encoder_trained),
             "encoder_layers": encoder_layers(model),
+            "host": platform.node(),
             "finished": finished,
         }
 
