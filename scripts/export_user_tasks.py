@@ -1,4 +1,4 @@
-"""Exports SICK-E and STS-B from the data folder as a user's own files would look, with task files.
+"""Exports SICK-E, STS-B and CoLA from the data folder as a user's own files, with task files.
 
     python scripts/export_user_tasks.py OUT_DIR [--data-dir DIR]
 
@@ -9,6 +9,9 @@ user's own table trains exactly as the paper's cell on the same rows):
   columns renamed (`first`, `second`, `gold`), the columns a user would pick, nothing else;
 - `sts_b_table/{train,dev}.jsonl`: STS-B's train and dev rows as JSON lines with keys `a`, `b`,
   `similarity` (the score as a number);
+- `cola_table/{train,dev}.csv`: CoLA's in-domain train and dev sentences as CSV with a header
+  (`sentence`, `acceptable`) and the labels a user would write (`yes` / `no`), for the one command
+  on a task no shipped recipe was tuned on (docs/RESULTS.md section 17);
 - a `task.json` beside each, with the `tune_table` reader and paths relative to it.
 
 Rows keep the order and the text of the release files, so the instances equal the paper
@@ -41,6 +44,39 @@ def sts_rows(path: Path) -> Iterator[dict]:
         for line in sts:
             fields = line.rstrip("\r\n").split("\t")
             yield {"a": fields[5], "b": fields[6], "similarity": float(fields[4])}
+
+
+def cola_rows(path: Path) -> Iterator[List[str]]:
+    """`[sentence, yes|no]` of a CoLA release file (source, label 0/1, original mark, sentence)."""
+    with open(path, encoding="utf-8") as cola:
+        for line in cola:
+            fields = line.rstrip("\r\n").split("\t")
+            yield [fields[3], "yes" if fields[1] == "1" else "no"]
+
+
+def export_cola(out_dir: Path, data_dir: Path) -> None:
+    cola = out_dir / "cola_table"
+    cola.mkdir(parents=True, exist_ok=True)
+    for name, source in (("train.csv", "in_domain_train.tsv"), ("dev.csv", "in_domain_dev.tsv")):
+        with open(cola / name, "w", encoding="utf-8", newline="") as table:
+            writer = csv.writer(table)
+            writer.writerow(["sentence", "acceptable"])
+            writer.writerows(cola_rows(data_dir / "cola" / source))
+    cola_task = {
+        "name": "cola_user",
+        "kind": "classification",
+        "reader": {
+            "type": "tune_table",
+            "header": True,
+            "text": "sentence",
+            "label": "acceptable",
+            "labels_file": "train.csv",
+        },
+        "train": "train.csv",
+        "validation": "dev.csv",
+        "metric": "+mcc",
+    }
+    (cola / "task.json").write_text(json.dumps(cola_task, indent=2) + "\n", encoding="utf-8")
 
 
 def export(out_dir: Path, data_dir: Path) -> None:
@@ -83,6 +119,7 @@ def export(out_dir: Path, data_dir: Path) -> None:
         "metric": "+pearson",
     }
     (sts / "task.json").write_text(json.dumps(sts_task, indent=2) + "\n", encoding="utf-8")
+    export_cola(out_dir, data_dir)
 
 
 def main() -> None:

@@ -20,6 +20,10 @@
 #                                     # (PEFT_SEARCH="bitfit:3e-3:10 bitfit:1e-2:10", PEFT_SEEDS)
 #   scripts/real_results.sh blocks    # issue 46: ft, top1-3, bottom2, fe, LoRA x 3 seeds, the RGN
 #                                     # predictor and the report (BLOCKS_TASKS, BLOCKS_SEEDS)
+#   scripts/real_results.sh decision  # issue 43: the one command (--budget 3 --sequential --looks
+#                                     # 3 5, fe ft) on the pair tasks and CoLA as a user's CSV
+#                                     # (DECISION_TASKS; DECISION_SEEDS="6 7 8 9 10": a rerun with
+#                                     # other seeds in the same folders, the searches reused)
 #   scripts/real_results.sh full      # issue 23: fe / ft on the whole CoNLL-2003 and SST-2 train
 #                                     # splits, seed 1 (FULL_CELLS picks cells, e.g. "conll2003_ft")
 set -euo pipefail
@@ -237,6 +241,24 @@ blocks() {
       --results-dir "$out/ftrecipe" --ext-var TUNE_POOLING=mean ${PEFT_SETTINGS[ft]} \
       ${SUBSET[$task]:-}
     $BIN/allennlp tune-report "$out/ftrecipe" "$out/fe" "$out/lora" --margin 1
+  done
+}
+
+decision() {
+  # RESULTS sections 16 and 17: tune-compare --budget 3 --sequential as a user runs it, each
+  # mode's recipe searched (3 trials, the config's own first), then seeds in looks of 3 and 5
+  # until the verdict is known. cola_user is CoLA exported as a user's CSV with yes / no labels
+  # (scripts/export_user_tasks.py): a task no shipped recipe was tuned on. Resumable per run.
+  $BIN/python scripts/export_user_tasks.py "$RUNS/user_tasks" --data-dir "$DATA"
+  local task spec seeds=()
+  # shellcheck disable=SC2206
+  [ -n "${DECISION_SEEDS:-}" ] && seeds=(--seeds $DECISION_SEEDS)
+  for task in ${DECISION_TASKS:-sick_r sick_e mrpc sts_b cola_user}; do
+    spec=$task
+    [ "$task" = cola_user ] && spec="$RUNS/user_tasks/cola_table/task.json"
+    $BIN/allennlp tune-compare "$spec" --encoder "$MINILM" --modes fe ft --budget 3 \
+      --sequential --looks 3 5 --results-dir "$RUNS/budget/$task" --no-progress \
+      ${seeds[@]:+"${seeds[@]}"}
   done
 }
 
