@@ -11,7 +11,10 @@ trials as trained (pruned ones stopped early) against the same trials trained to
 (`budget.json`'s `full_passes`), and its seeds as trained against the seed cap (the last look of
 `tune-compare --sequential`, from its `sequential.json`; without it, the seeds trained), each
 seed at the mean of its trained ones. The full protocol is RESULTS section 10's: every trial to
-the end, every seed.
+the end, every seed. With a `sequential.json`, the seeds counted are those of its seed order
+(the last decision run in the folder): a rerun with other seeds (`--seeds 6 7 8 9 10`) reuses the
+searches and is a decision of its own, and the first decision's seed runs beside it are not
+its cost (the answer says how many were left out); the report's scores still pool every seed.
 """
 
 from dataclasses import dataclass
@@ -178,6 +181,8 @@ class DecisionCost:
     seed_cap: int
     seeds_spent: float
     seeds_full: float
+    # Seed runs in the folder outside the last decision's seed order (an earlier decision's).
+    seeds_other: int = 0
 
     @property
     def spent(self) -> float:
@@ -204,6 +209,18 @@ def _seed_cap(sequential: Sequence[Mapping[str, Any]], encoder: str, task: str) 
     return None
 
 
+def _seed_order(
+    sequential: Sequence[Mapping[str, Any]], encoder: str, task: str
+) -> Optional[List[int]]:
+    """The seeds of the row's `sequential.json` (its `seed_order`), if it has one."""
+    for saved in sequential:
+        if saved.get("encoder") == encoder and saved.get("task") == task:
+            order = saved.get("seed_order")
+            if isinstance(order, list) and order and all(isinstance(s, int) for s in order):
+                return list(order)
+    return None
+
+
 def decision_costs(
     budgets: Sequence[Mapping[str, Any]],
     encoder_rows: Mapping[str, Sequence[Row]],
@@ -219,13 +236,17 @@ def decision_costs(
             continue
         label = f"{encoder_title(encoder)} {task_title(task)}"
         cap = _seed_cap(sequential, encoder, task)
+        order = _seed_order(sequential, encoder, task)
         for mode in saved.get("modes") or []:
             if not isinstance(mode, dict) or mode.get("mode") not in row.cells:
                 continue
             spent, full = _passes_of(mode.get("passes")), _passes_of(mode.get("full_passes"))
             cell = row.cells[mode["mode"]]
-            seeds = [p for p in map(encoder_passes, cell.runs) if p is not None]
-            scored = [p for p in map(encoder_passes, cell.scored_runs) if p is not None]
+            runs = [run for run in cell.runs if order is None or run.seed in order]
+            seeds = [p for p in map(encoder_passes, runs) if p is not None]
+            scored = [
+                p for p in map(encoder_passes, (run for run in runs if run.scored)) if p is not None
+            ]
             if spent is None or full is None or not scored:
                 continue
             per_seed = sum(map(forward_equivalents, scored)) / len(scored)
@@ -240,6 +261,7 @@ def decision_costs(
                     seed_cap=seed_cap,
                     seeds_spent=sum(map(forward_equivalents, seeds)),
                     seeds_full=per_seed * seed_cap,
+                    seeds_other=len(cell.runs) - len(runs),
                 )
             )
     return found
@@ -260,6 +282,7 @@ def _total(costs: Sequence[DecisionCost]) -> DecisionCost:
         seed_cap=sum(c.seed_cap for c in costs),
         seeds_spent=sum(c.seeds_spent for c in costs),
         seeds_full=sum(c.seeds_full for c in costs),
+        seeds_other=sum(c.seeds_other for c in costs),
     )
 
 
@@ -301,5 +324,11 @@ def decision_sentence(costs: Sequence[DecisionCost], label: str) -> Optional[str
         f"passes; a fwd+bwd pass counts 3), {_share(total.spent, total.full)} of the full "
         f"protocol's {format_params(total.full)} (every search trial to the end and every seed "
         f"to the cap): {format_params(total.trials_spent)} in the search, "
-        f"{total.seeds_trained} of {total.seed_cap} seed runs."
+        f"{total.seeds_trained} of {total.seed_cap} seed runs"
+        + (
+            f" (not counted: {total.seeds_other} seed runs of an earlier decision in the folder, "
+            "which the scores above pool)."
+            if total.seeds_other
+            else "."
+        )
     )

@@ -157,3 +157,30 @@ def test_a_rising_mode_is_told_to_search_epochs_only_where_its_search_did_not(tm
         "still improving when training stopped, at the best setting of its search; a wider "
         "epoch range (--space) may change its verdict.",
     ]
+
+
+def test_a_rerun_with_other_seeds_counts_its_own_seeds(tmp_path, make_run):
+    """The folder also holds seed 9 of each mode from another decision (its sequential.json
+    was replaced by this one's, seeds 1-5): the cost is this decision's (the same 62% as above),
+    and the answer says what it left out."""
+    root = _budget_folder(tmp_path, make_run, cap=5)
+    sequential = json.loads((root / "sequential.json").read_text())
+    sequential["seed_order"] = [1, 2, 3, 4, 5]
+    (root / "sequential.json").write_text(json.dumps(sequential))
+    for mode in ("fe", "ft"):
+        run_dir = make(make_run, root, f"reviews_minilm_{mode}", 9, wrong_every(5, 1))
+        cost = {"epoch_instances": [120] * 3, "epoch_encoder_trained": [mode == "ft"] * 3}
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+        (run_dir / "tune_run.json").write_text(
+            (root / f"reviews_minilm_{mode}" / "seed_1" / "tune_run.json").read_text()
+        )
+    markdown = render_markdown(report(root))
+    _, rows = table(markdown, DECISION_TITLE)
+    total = rows["minilm reviews, all modes"]
+    assert total["Seeds: trained / the cap"] == "6 of 10: 4.3k / 7.2k"
+    assert (total["Spent"], total["Full protocol"], total["Share"]) == ("5.8k", "9.2k", "62%")
+    [spent] = [line for line in notes(markdown, "The answer") if line.startswith("The decision")]
+    assert spent.endswith(
+        "6 of 10 seed runs (not counted: 2 seed runs of an earlier decision in the folder, which "
+        "the scores above pool)."
+    )
