@@ -22,7 +22,7 @@ import argparse
 import csv
 import json
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterable, Iterator, List
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
@@ -54,14 +54,19 @@ def cola_rows(path: Path) -> Iterator[List[str]]:
             yield [fields[3], "yes" if fields[1] == "1" else "no"]
 
 
+def write_csv(path: Path, header: List[str], rows: Iterable[List[str]]) -> None:
+    """A CSV file with a header row, as a spreadsheet would save it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as table:
+        writer = csv.writer(table)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
 def export_cola(out_dir: Path, data_dir: Path) -> None:
     cola = out_dir / "cola_table"
-    cola.mkdir(parents=True, exist_ok=True)
     for name, source in (("train.csv", "in_domain_train.tsv"), ("dev.csv", "in_domain_dev.tsv")):
-        with open(cola / name, "w", encoding="utf-8", newline="") as table:
-            writer = csv.writer(table)
-            writer.writerow(["sentence", "acceptable"])
-            writer.writerows(cola_rows(data_dir / "cola" / source))
+        write_csv(cola / name, ["sentence", "acceptable"], cola_rows(data_dir / "cola" / source))
     cola_task = {
         "name": "cola_user",
         "kind": "classification",
@@ -81,12 +86,8 @@ def export_cola(out_dir: Path, data_dir: Path) -> None:
 
 def export(out_dir: Path, data_dir: Path) -> None:
     sick = out_dir / "sick_e_table"
-    sick.mkdir(parents=True, exist_ok=True)
     for name, split in (("train.csv", "TRAIN"), ("dev.csv", "TRIAL")):
-        with open(sick / name, "w", encoding="utf-8", newline="") as table:
-            writer = csv.writer(table)
-            writer.writerow(["first", "second", "gold"])
-            writer.writerows(sick_rows(data_dir, split))
+        write_csv(sick / name, ["first", "second", "gold"], sick_rows(data_dir, split))
     sick_task = {
         "name": "sick_e_table",
         "kind": "pair_classification",
