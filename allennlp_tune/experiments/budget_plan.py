@@ -10,9 +10,13 @@ it keeps the config's epochs, as fe's early-stopped 10), timed on this machine l
 settings differ only in the searched rate and epochs). Each mode's runs to do are its trials
 not yet finished in the study plus its seeds not yet complete, so a resumed search plans only
 what is left. The table and its `Estimated total` line are the grid's (`planning.render`); the
-total is an upper bound: pruned trials and early stopping end runs sooner.
+total is an upper bound: pruned trials and early stopping end runs sooner. With `--sequential`
+the total trains every seed up to the cap, which only a comparison the looks cannot settle
+reaches; a last line gives the total if the first look decides, so a user sees before the
+first trial the range the decision's cost can take.
 """
 
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -62,6 +66,7 @@ def plan_budget(
     calibrate: bool = True,
     shared: bool = False,
     tool: str = "tune-compare",
+    first_look: Optional[int] = None,
 ) -> List["CellPlan"]:  # noqa: F821  (planning's, imported lazily)
     """
     Prints the plan of the module docstring (`planning.render.show_plans`: stdout with
@@ -69,11 +74,12 @@ def plan_budget(
     (with `--sequential`, up to its last look). `shared`: the searches are shared with workers
     through a coordinator. A cell whose cache would not fit raises a `ConfigurationError` after
     the table, as in the grid's plan (its trials would train without the cache); with
-    `plan_only`, so does a cell that cannot train.
+    `plan_only`, so does a cell that cannot train. `first_look`: with `--sequential`, the seeds
+    per mode at its first look (`planning.render.first_look_line`).
     """
     from allennlp_tune.modules.feature_cache import user_cache_directory
     from allennlp_tune.planning.plan import plan_cell
-    from allennlp_tune.planning.render import show_plans
+    from allennlp_tune.planning.render import first_look_line, show_plans
 
     results_dir = Path(results_dir)
     cache_directory = _shared_cache(results_dir, ext_vars) or user_cache_directory(ext_vars)
@@ -97,7 +103,8 @@ def plan_budget(
             + (f"{epochs} epochs (its space's upper end)" if epochs else "the config's epochs")
         )
         plans.append(cell)
-        counts.append((mode, trials, len(pending)))
+        early = [seed for seed in pending if seed in list(seeds)[:first_look]] if first_look else []
+        counts.append((mode, trials, len(pending), trials + len(early)))
     if not plans:
         return []
     trials = sum(count[1] for count in counts)
@@ -107,6 +114,10 @@ def plan_budget(
         f"{seed_runs} seed run(s) over {len(plans)} mode(s)"
     )
     show_plans(plans, heading, tool, plan_only, calibrate)
+    if first_look is not None and first_look < len(seeds):
+        stream = sys.stdout if plan_only else sys.stderr
+        stream.write(first_look_line(plans, [count[3] for count in counts], first_look) + "\n")
+        stream.flush()
     return plans
 
 

@@ -565,6 +565,7 @@ def run_compare(
             plan_only=bool(grid_options.get("plan_only")),
             calibrate=grid_options.get("calibrate", True),
             shared=grid_options.get("coordinator") is not None,
+            first_look=sequential.looks[0] if sequential is not None else None,
         )
         if grid_options.get("plan_only"):
             return GridResult()

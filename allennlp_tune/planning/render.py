@@ -136,6 +136,26 @@ def total_line(plans: Sequence[CellPlan]) -> str:
     )
 
 
+def first_look_line(plans: Sequence[CellPlan], runs: Sequence[int], first_look: int) -> str:
+    """
+    The total of a `--sequential` decision if its first look settles every pair: each cell's
+    planned run (`planned_run_seconds`) x `runs`, its runs to do up to that look (trials not
+    finished and the first look's pending seeds), summed as `total_line` sums pending runs.
+    """
+    known = [
+        (seconds, count)
+        for plan, count in zip(plans, runs)
+        for seconds in [planned_run_seconds(plan)]
+        if seconds is not None
+    ]
+    total = sum(seconds * count for seconds, count in known) if known else None
+    return (
+        f"If the first look ({first_look} seeds per mode) decides: {_duration(total)} at most "
+        f"for {sum(runs)} run(s); a difference the looks cannot settle trains every seed up to "
+        "the cap (the total above)."
+    )
+
+
 def print_plan(plans: Sequence[CellPlan], stream: Optional[TextIO] = None) -> None:
     """`render_plan` of the plans on `stream` (default: stderr), flushed."""
     stream = stream or sys.stderr
@@ -224,4 +244,4 @@ def estimate_error(
     )
 
 
-__all__ = ["estimate_error", "print_plan", "render_plan", "total_line"]
+__all__ = ["estimate_error", "first_look_line", "print_plan", "render_plan", "total_line"]

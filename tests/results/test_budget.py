@@ -11,6 +11,7 @@ one- or two-epoch runs of 16 sentences.
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -340,6 +341,36 @@ def test_the_plan_before_the_search_covers_every_trial_and_seed(tmp_path, capsys
     printed = plan_only()
     assert "reviews_bertuncased_ft: 2 search trial(s) and 2 seed run(s) to do" in printed
     assert " for 9 run(s) " in printed
+
+
+def test_a_sequential_plan_gives_the_total_if_the_first_look_decides(tmp_path, capsys):
+    """--budget 3 --sequential with looks 2 and 3: the total counts 6 trials and 3 seeds per
+    mode (12 runs); the line after it, 6 trials and the first look's 2 seeds per mode (10), for
+    less time."""
+    from allennlp_tune.reporting.sequential import SequentialPlan
+
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+
+    def plan_only():
+        run_compare(
+            str(task), str(BERT), ["fe", "ft"], [1, 2, 3], results, budget=3, plan_only=True,
+            progress=False, sequential=SequentialPlan(looks=(2, 3)),
+        )  # fmt: skip
+        return capsys.readouterr().out
+
+    def minutes(text):
+        value, unit = text.split()
+        return float(value) * {"s": 1 / 60, "min": 1, "h": 60}[unit]
+
+    printed = plan_only()
+    total = re.search(r"Estimated total: (.+?) at most for 12 run\(s\)", printed)
+    first = re.search(
+        r"If the first look \(2 seeds per mode\) decides: (.+?) at most for 10 run\(s\); ",
+        printed,
+    )
+    assert total and first, printed
+    assert 0 < minutes(first.group(1)) < minutes(total.group(1)), printed
 
 
 def test_the_plan_before_the_search_refuses_a_cache_that_would_not_fit(tmp_path, capsys):
