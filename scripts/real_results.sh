@@ -24,6 +24,9 @@
 #                                     # 3 5, fe ft) on the pair tasks and CoLA as a user's CSV
 #                                     # (DECISION_TASKS; DECISION_SEEDS="6 7 8 9 10": a rerun with
 #                                     # other seeds in the same folders, the searches reused)
+#   scripts/real_results.sh mpnet     # issue 48: all-mpnet-base-v2 (12 x 768) fe / ft / LoRA x 3
+#                                     # seeds on SICK-E and MRPC (MPNET_TASKS, MPNET_SEEDS,
+#                                     # MPNET_MODES; MPNET_MODELS_DIR: where tune-data fetch unpacks)
 #   scripts/real_results.sh full      # issue 23: fe / ft on the whole CoNLL-2003 and SST-2 train
 #                                     # splits, seed 1 (FULL_CELLS picks cells, e.g. "conll2003_ft")
 set -euo pipefail
@@ -259,6 +262,35 @@ decision() {
     $BIN/allennlp tune-compare "$spec" --encoder "$MINILM" --modes fe ft --budget 3 \
       --sequential --looks 3 5 --results-dir "$RUNS/budget/$task" --no-progress \
       ${seeds[@]:+"${seeds[@]}"}
+  done
+}
+
+# The MPNet stage's recipes, not searched for MPNet: fe at MiniLM's searched SICK-E and MRPC fe
+# recipe (section 10: the same trial won both), ft at BERT-base's 2e-5 x 3 epochs (a 110 M encoder;
+# MiniLM's 1e-4 x 5 of section 7 is a small model's), LoRA at its config's 1.5e-3 x 5.
+declare -A MPNET_RECIPES=(
+  [fe]="--ext-var TUNE_LR=4e-4 --ext-var TUNE_DROPOUT=0.07 --ext-var TUNE_PATIENCE=1"
+  [ft]="--ext-var TUNE_LR=2e-5 --ext-var TUNE_EPOCHS=3"
+  [lora]=""
+)
+
+mpnet() {
+  # RESULTS section 15 and on: MPNet (fetched and checked by tune-data fetch mpnet) seed by seed
+  # over the modes, so a stopped stage leaves paired seeds; one folder per mode (its recipe), then
+  # one report over them. A finished run is skipped, so the stage resumes where it stopped.
+  local encoder task seed mode
+  # shellcheck disable=SC2086
+  encoder=$($BIN/allennlp tune-data fetch mpnet ${MPNET_MODELS_DIR:+--models-dir "$MPNET_MODELS_DIR"})
+  for task in ${MPNET_TASKS:-sick_e mrpc}; do
+    for seed in ${MPNET_SEEDS:-1 2 3}; do
+      for mode in ${MPNET_MODES:-fe ft lora}; do
+        # shellcheck disable=SC2086
+        $BIN/allennlp tune-compare "$task" --encoder "$encoder" --encoder-label mpnet --modes "$mode" \
+          --seeds "$seed" --results-dir "$RUNS/mpnet/${task}_$mode" --no-progress \
+          ${MPNET_RECIPES[$mode]}
+      done
+    done
+    $BIN/allennlp tune-report "$RUNS"/mpnet/"${task}"_* --margin 1
   done
 }
 
