@@ -120,6 +120,7 @@ from allennlp_tune.experiments.workers import (
 )
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
+    BUDGET_SEARCH_DIR,
     CONFIG_NAME,
     COST_NAME,
     FAILED,
@@ -261,14 +262,16 @@ def _plan_before_training(
             config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
         )
         cell.pending_runs = len(pending)
-        # Every complete run of the cell, of these seeds or others (a rerun with other seeds):
-        # the calibration takes its epoch times from those of this machine.
+        # Every complete run of the cell, of these seeds or others (a rerun with other seeds),
+        # and the trials of its --budget search (the seeds' plan follows them): the
+        # calibration takes its epoch times from those of this machine.
         folder = results_dir / config_stem(config)
+        trials = results_dir / BUDGET_SEARCH_DIR / config_stem(config)
         cell.finished_runs = sorted(
             run_dir
             for run_dir in (folder.glob("seed_*") if folder.is_dir() else [])
             if run_dir.is_dir() and is_complete(run_dir) and run_dir not in retrain
-        )
+        ) + sorted(trials.glob("trial_*") if trials.is_dir() else [])
         plans.append(cell)
     if not plans:
         return {}

@@ -347,3 +347,29 @@ def test_a_rerun_with_other_seeds_plans_from_the_first_runs_epochs(tmp_path, cap
     assert "| 9 s (measured) | 27 s (3 epochs) |" in err
     assert "time measured on this machine: 2 finished runs of this cell (4 epochs)" in err
     assert "sst2_bert_ft seed 3 took 0:18 (training, 2 epochs), planned 0:18 (+0%, measured)" in err
+
+
+def test_the_seeds_after_a_search_plan_from_its_trials_epochs(tmp_path, capsys, monkeypatch):
+    """The seeds of a --budget decision: the grid after the search finds the cell's trials in
+    `search/<cell>/trial_*` (two of this machine, one of another host) and plans from their
+    epochs, timing no batch."""
+    import platform
+
+    def never(*args):
+        raise AssertionError("timed batches despite search trials of this machine")
+
+    monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
+    monkeypatch.setattr(calibrate, "_TIMINGS", {})
+    monkeypatch.setattr(calibrate, "time_batches", never)
+    variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
+    results = tmp_path / "decision"
+    trials = results / "search" / "sst2_bert_ft"
+    for index, (rate, seconds) in enumerate([("2e-5", [7.0, 8.0]), ("3e-5", [9.0, 8.0, 8.0])]):
+        rendered = plan_cell(SST2_FT, {**variables, "TUNE_SEED": "0", "TUNE_LR": rate}).rendered
+        _finished_run(trials / f"trial_{index}", rendered, seconds, platform.node())
+    elsewhere = plan_cell(SST2_FT, {**variables, "TUNE_SEED": "0"}).rendered
+    _finished_run(trials / "trial_2", elsewhere, [90.0, 90.0], platform.node() + "-elsewhere")
+    run_grid([SST2_FT], [1], results, variables, runner=fake_training, predict=None, progress=False)
+    err = capsys.readouterr().err
+    assert "| 8 s (measured) | 24 s (3 epochs) |" in err, err
+    assert "time measured on this machine: 2 finished runs of this cell (5 epochs)" in err
