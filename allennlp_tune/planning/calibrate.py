@@ -400,18 +400,33 @@ def calibrate_plans(
     timer: Optional[Timer] = None,
     cap_seconds: float = DEFAULT_CAP_SECONDS,
     host: Optional[str] = None,
+    announce: Optional[Callable[[], None]] = None,
 ) -> None:
     """Each plan that rendered and has no problem a run would fail on: `measured_cell` where
     the cell has finished runs of this machine (`host`, default this one), else `calibrate_cell`
     timed with `timer` (default `time_batches`). A config timed before in this process (the
     same rendered config but for its seeds, epochs and rate, `timing_key`: tune-compare's later
-    rounds, the seeds after a `--budget` search) is not timed again."""
-    timer = timer or time_batches
+    rounds, the seeds after a `--budget` search) is not timed again. `announce` is called once,
+    before the first batch is timed, and not at all when nothing is (the plan's "timing a few
+    training batches" line, which would otherwise precede a plan that timed nothing)."""
+    timer = _remembered(timer or time_batches, _once(announce))
     for plan in plans:
         if plan.rendered is not None and not plan.problems:
             if measured_cell(plan, plan.rendered, host):
                 continue
-            calibrate_cell(plan, plan.rendered, _remembered(timer), cap_seconds=cap_seconds)
+            calibrate_cell(plan, plan.rendered, timer, cap_seconds=cap_seconds)
+
+
+def _once(announce: Optional[Callable[[], None]]) -> Callable[[], None]:
+    """`announce` on the first call only (nothing when it is None)."""
+    called: List[bool] = []
+
+    def once() -> None:
+        if announce is not None and not called:
+            called.append(True)
+            announce()
+
+    return once
 
 
 # (timer, the rendered config as far as it sets the time of a batch) -> what it measured.
@@ -436,12 +451,14 @@ def timing_key(rendered: Mapping[str, Any]) -> str:
     return json.dumps(unseeded, sort_keys=True, default=str)
 
 
-def _remembered(timer: Timer) -> Timer:
-    """`timer`, measuring each config (`timing_key`) once per process."""
+def _remembered(timer: Timer, before: Callable[[], None] = lambda: None) -> Timer:
+    """`timer`, measuring each config (`timing_key`) once per process; `before` is called
+    before each measurement."""
 
     def remembered(rendered, cached, batches, cap_seconds):
         key = (timer, timing_key(rendered), cached, batches)
         if key not in _TIMINGS:
+            before()
             _TIMINGS[key] = timer(rendered, cached, batches, cap_seconds)
         return _TIMINGS[key]
 

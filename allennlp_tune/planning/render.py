@@ -174,7 +174,9 @@ def show_plans(
     What tune-grid and tune-compare say before anything trains: time a few batches of each
     cell on this machine (`calibrate.calibrate_plans`, when `calibrate` and
     `TUNE_PLAN_CALIBRATE` allow, and not for plans refused for their caches: such a grid is not
-    worth the timing), then `tool: heading` and the table (`print_plan`), on stdout with
+    worth the timing; "timing a few training batches" only when a batch is timed, not when every
+    cell was measured from its finished runs or timed before in this process), then
+    `tool: heading` and the table (`print_plan`), on stdout with
     `plan_only`, else stderr. Raises a `ConfigurationError` when a cell's cache would not fit
     (`plan.budget_failures`) and, with `plan_only`, when a cell cannot train
     (`plan.plan_problems`), after the table.
@@ -187,9 +189,12 @@ def show_plans(
     stream = sys.stdout if plan_only else sys.stderr
     refused = budget_failures(plans)
     if calibrate and calibration_enabled() and not refused:
-        stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
-        stream.flush()
-        calibrate_plans(plans)
+
+        def announce() -> None:
+            stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
+            stream.flush()
+
+        calibrate_plans(plans, announce=announce)
     stream.write(f"{tool}: {heading}\n")
     print_plan(plans, stream)
     if refused:

@@ -335,7 +335,9 @@ def test_a_rerun_with_other_seeds_plans_from_the_first_runs_epochs(tmp_path, cap
     variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
     options = dict(runner=finished_here, predict=None, progress=False)
     run_grid([SST2_FT], [1, 2], tmp_path / "grid", variables, **options)
-    assert "| 3 s (calibrated) |" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "| 3 s (calibrated) |" in err
+    assert "tune-grid: timing a few training batches of each cell on this machine" in err
 
     def never(*args):
         raise AssertionError("timed batches despite finished runs of this machine")
@@ -346,6 +348,7 @@ def test_a_rerun_with_other_seeds_plans_from_the_first_runs_epochs(tmp_path, cap
     err = capsys.readouterr().err
     assert "| 9 s (measured) | 27 s (3 epochs) |" in err
     assert "time measured on this machine: 2 finished runs of this cell (4 epochs)" in err
+    assert "timing a few training batches" not in err  # nothing was
     assert "sst2_bert_ft seed 3 took 0:18 (training, 2 epochs), planned 0:18 (+0%, measured)" in err
 
 
@@ -373,3 +376,4 @@ def test_the_seeds_after_a_search_plan_from_its_trials_epochs(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert "| 8 s (measured) | 24 s (3 epochs) |" in err, err
     assert "time measured on this machine: 2 finished runs of this cell (5 epochs)" in err
+    assert "timing a few training batches" not in err
