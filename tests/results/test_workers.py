@@ -52,9 +52,11 @@ score = 0.5 + seed / 10 + (0.05 if run_dir.parent.name.endswith("_ft") else 0.0)
 class ChildTraining:
     """
     Trains a run in a child process (`CHILD`) through `train_subprocess`, after every worker
-    has started (`barrier`: one file per worker, `workers` of them), so that all take part.
-    Appends `<pid> <run>` to `calls` for every training it starts; the first run of a worker
-    given `stall_s` pauses that long (long enough to be killed in).
+    has started (`barrier`: one file per worker, `workers` of them). Appends `<pid> <run>` to
+    `calls` for every training it starts, and a worker's first run waits until every worker
+    has claimed one, so that all take part however slowly one of them starts on a loaded
+    machine. The first run of a worker given `stall_s` pauses that long (long enough to be
+    killed in).
     """
 
     def __init__(self, calls, barrier=None, workers=1, pause_s=0.3, stall_s=None):
@@ -72,9 +74,16 @@ class ChildTraining:
         self.started += 1
         with open(self.calls, "a") as calls:
             calls.write(f"{os.getpid()} {run_dir.parent.name}/{run_dir.name}\n")
+        while self.started == 1 and len(self._claimants()) < self.workers:
+            assert time.monotonic() < deadline, "the other workers never claimed a run"
+            time.sleep(0.1)
         seed = environment["TUNE_SEED"]
         child = [sys.executable, "-c", CHILD, str(run_dir), seed, str(pause), json.dumps(config)]
         return train_subprocess(child, environment, log_path)
+
+    def _claimants(self):
+        """The workers (pids) that have started a run so far."""
+        return {line.split()[0] for line in self.calls.read_text().splitlines()}
 
 
 def worker_main(spec) -> None:
@@ -85,7 +94,9 @@ def worker_main(spec) -> None:
         runner = ChildTraining(
             spec["calls"], spec["barrier"], spec["workers"], stall_s=spec.get("stall_s")
         )
-        coordinator = Coordinator(spec["url"], heartbeat_s=1, grace_s=3)
+        # A short grace only where a worker is killed: elsewhere a loaded machine's late
+        # heartbeat must not make a live worker's run stale.
+        coordinator = Coordinator(spec["url"], heartbeat_s=1, grace_s=spec.get("grace_s", 60))
         result = run_grid(
             [Path(config) for config in spec["configs"]],
             spec["seeds"],
@@ -131,6 +142,7 @@ def start_workers(forked, tmp_path, configs, url, count=2, stall_first=False, se
             "seeds": list(seeds),
             "results": str(tmp_path / "results"),
             "stall_s": 120 if stall_first and index == 0 else None,
+            "grace_s": 3 if stall_first else 60,
         }
         process = multiprocessing.get_context("fork").Process(target=worker_main, args=(spec,))
         process.start()
