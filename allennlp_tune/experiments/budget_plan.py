@@ -85,6 +85,7 @@ def plan_budget(
     cache_directory = _shared_cache(results_dir, ext_vars) or user_cache_directory(ext_vars)
     plans = []
     counts = []
+    first_seeds = set(list(seeds)[:first_look]) if first_look else set()
     for mode, config in configs.items():
         trials = trials_to_run(config, budget, results_dir, shared)
         pending = pending_seeds(config, seeds, results_dir)
@@ -103,7 +104,7 @@ def plan_budget(
             + (f"{epochs} epochs (its space's upper end)" if epochs else "the config's epochs")
         )
         plans.append(cell)
-        early = [seed for seed in pending if seed in list(seeds)[:first_look]] if first_look else []
+        early = [seed for seed in pending if seed in first_seeds]
         counts.append((mode, trials, len(pending), trials + len(early)))
     if not plans:
         return []

@@ -346,12 +346,16 @@ def planned_run_seconds(plan: CellPlan) -> Optional[float]:
     return plan.first_epoch_seconds + (plan.epochs - 1) * plan.epoch_seconds
 
 
-def planned_total_seconds(plans: Sequence[CellPlan]) -> Optional[float]:
+def planned_total_seconds(
+    plans: Sequence[CellPlan], runs: Optional[Sequence[int]] = None
+) -> Optional[float]:
     """The planned seconds of every pending run of `plans` at most (`planned_run_seconds` x
-    `pending_runs`, summed over the cells with an estimate), None when no cell has one."""
+    `pending_runs`, or x `runs`, one count per plan, summed over the cells with an estimate),
+    None when no cell has one."""
+    counts = [plan.pending_runs for plan in plans] if runs is None else list(runs)
     known = [
-        (seconds, plan.pending_runs)
-        for plan in plans
+        (seconds, count)
+        for plan, count in zip(plans, counts)
         for seconds in [planned_run_seconds(plan)]
         if seconds is not None
     ]

@@ -139,16 +139,10 @@ def total_line(plans: Sequence[CellPlan]) -> str:
 def first_look_line(plans: Sequence[CellPlan], runs: Sequence[int], first_look: int) -> str:
     """
     The total of a `--sequential` decision if its first look settles every pair: each cell's
-    planned run (`planned_run_seconds`) x `runs`, its runs to do up to that look (trials not
-    finished and the first look's pending seeds), summed as `total_line` sums pending runs.
+    planned run x `runs`, its runs to do up to that look (trials not finished and the first
+    look's pending seeds): `planned_total_seconds` of those counts.
     """
-    known = [
-        (seconds, count)
-        for plan, count in zip(plans, runs)
-        for seconds in [planned_run_seconds(plan)]
-        if seconds is not None
-    ]
-    total = sum(seconds * count for seconds, count in known) if known else None
+    total = planned_total_seconds(plans, runs)
     return (
         f"If the first look ({first_look} seeds per mode) decides: {_duration(total)} at most "
         f"for {sum(runs)} run(s); a difference the looks cannot settle trains every seed up to "

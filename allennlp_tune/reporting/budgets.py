@@ -199,25 +199,29 @@ def _passes_of(value: Any) -> Optional[float]:
     return None
 
 
-def _seed_cap(sequential: Sequence[Mapping[str, Any]], encoder: str, task: str) -> Optional[int]:
-    """The seeds per mode at the last look of the row's `sequential.json`, if it has one."""
+def _saved_sequential(
+    sequential: Sequence[Mapping[str, Any]], encoder: str, task: str
+) -> Mapping[str, Any]:
+    """The row's `sequential.json` record, or an empty one."""
     for saved in sequential:
         if saved.get("encoder") == encoder and saved.get("task") == task:
-            looks = (saved.get("plan") or {}).get("looks") or []
-            if looks and isinstance(looks[-1], int):
-                return looks[-1]
+            return saved
+    return {}
+
+
+def _seed_cap(saved: Mapping[str, Any]) -> Optional[int]:
+    """The seeds per mode at the last look of a `sequential.json` record, if it has one."""
+    looks = (saved.get("plan") or {}).get("looks") or []
+    if looks and isinstance(looks[-1], int):
+        return looks[-1]
     return None
 
 
-def _seed_order(
-    sequential: Sequence[Mapping[str, Any]], encoder: str, task: str
-) -> Optional[List[int]]:
-    """The seeds of the row's `sequential.json` (its `seed_order`), if it has one."""
-    for saved in sequential:
-        if saved.get("encoder") == encoder and saved.get("task") == task:
-            order = saved.get("seed_order")
-            if isinstance(order, list) and order and all(isinstance(s, int) for s in order):
-                return list(order)
+def _seed_order(saved: Mapping[str, Any]) -> Optional[List[int]]:
+    """The seeds of a `sequential.json` record (its `seed_order`), if it has one."""
+    order = saved.get("seed_order")
+    if isinstance(order, list) and order and all(isinstance(s, int) for s in order):
+        return list(order)
     return None
 
 
@@ -235,8 +239,8 @@ def decision_costs(
         if row is None:
             continue
         label = f"{encoder_title(encoder)} {task_title(task)}"
-        cap = _seed_cap(sequential, encoder, task)
-        order = _seed_order(sequential, encoder, task)
+        record = _saved_sequential(sequential, encoder, task)
+        cap, order = _seed_cap(record), _seed_order(record)
         for mode in saved.get("modes") or []:
             if not isinstance(mode, dict) or mode.get("mode") not in row.cells:
                 continue
