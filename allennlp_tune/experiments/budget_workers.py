@@ -299,6 +299,7 @@ def _train_slots(
     while True:
         held = 0
         claimed = None
+        raced = False
         for mode in modes:
             with _optuna_quiet():
                 fail_stale_trials(mode.study)
@@ -309,11 +310,16 @@ def _train_slots(
                     trial = mode.study.ask()
                 if SLOT_ATTR not in trial.user_attrs:
                     # Another worker took the last waiting slot: ask() made a trial of its own,
-                    # which never counts.
+                    # which never counts. That slot now runs, unseen by `held` (counted while
+                    # it waited): look at every mode again rather than go on to the seeds
+                    # before it ends.
                     mode.study.tell(trial, state=TrialState.FAIL)
-                    continue
+                    raced = True
+                    break
                 claimed = (mode, trial)
                 break
+        if raced:
+            continue
         if claimed is not None:
             said_waiting = False
             _train_slot(*claimed, storage, retry, coordinator, tool)

@@ -169,6 +169,41 @@ def test_two_workers_share_the_searches_and_the_seeds(tmp_path):
     ]
 
 
+def test_a_worker_that_loses_the_last_slot_waits_for_it(monkeypatch):
+    """Two workers see one slot waiting; the other takes it first, so this worker's ask() makes
+    a trial of its own. This worker must wait until that slot ends, not go on to the seeds
+    while the search's best setting can still change (seen in CI: a seed started a second
+    before the last trial ended)."""
+    from allennlp_tune.experiments import budget_workers
+
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial({}, user_attrs={SLOT_ATTR: True})
+    real_ask = study.ask
+    events = []
+
+    def ask_after_the_other_worker():
+        events.append("other worker claims the slot")
+        study.other = real_ask()  # the slot: RUNNING, held by the other worker
+        return real_ask()  # what this worker gets: a trial that never counts
+
+    def sleep(seconds):
+        if not study.get_trials()[study.other.number].state.is_finished():
+            events.append("other worker finishes the slot")
+            study.tell(study.other, 0.8)
+
+    monkeypatch.setattr(study, "ask", ask_after_the_other_worker)
+    monkeypatch.setattr(budget_workers.time, "sleep", sleep)
+    mode = budget_workers._Mode("ft", Path("ft.jsonnet"), ["TUNE_LR"], [])
+    mode.study = study
+    coordinator = Coordinator("sqlite://", heartbeat_s=1, grace_s=60)
+    budget_workers._train_slots([mode], None, None, coordinator, Path("."), "tune-compare", 0.01)
+    events.append("seeds")
+
+    assert events == ["other worker claims the slot", "other worker finishes the slot", "seeds"]
+    [slot] = counted_trials(study)
+    assert slot.state == TrialState.COMPLETE and mode.trained == 0
+
+
 def test_a_dead_worker_s_trial_is_trained_again(tmp_path):
     """A slot held by a worker that stopped beating (a trial left RUNNING): after the grace
     period the next worker fails it, trains its copy, and the mode ends with exactly K counted
