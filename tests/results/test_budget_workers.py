@@ -30,6 +30,7 @@ from allennlp_tune.experiments.budget_run import run_budget  # noqa: E402
 from allennlp_tune.experiments.budget_workers import SLOT_ATTR, counted_trials  # noqa: E402
 from allennlp_tune.experiments.compare import run_compare  # noqa: E402
 from allennlp_tune.experiments.outputs import predict_in_process  # noqa: E402
+from allennlp_tune.experiments.search import _Trials  # noqa: E402
 from allennlp_tune.experiments.workers import MARKER_NAME, Coordinator  # noqa: E402
 from allennlp_tune.reporting.sequential import SequentialPlan  # noqa: E402
 from allennlp_tune.rundir.names import SEQUENTIAL_NAME  # noqa: E402
@@ -64,6 +65,21 @@ def budget_worker(spec) -> None:
         (barrier / str(os.getpid())).touch()
         while len(os.listdir(barrier)) < 2:
             time.sleep(0.05)
+        # Each worker's first trial waits (60 s at most) until the other has claimed one too,
+        # so that on a loaded machine one worker cannot take every slot before the other
+        # starts, and "both workers trained trials" asserts the sharing, not the timing.
+        claims = barrier.parent / "claims"
+        claims.mkdir(exist_ok=True)
+        objective = _Trials.__call__
+
+        def claimed_by_both(self, trial):
+            (claims / str(os.getpid())).touch()
+            deadline = time.time() + 60
+            while len(os.listdir(claims)) < 2 and time.time() < deadline:
+                time.sleep(0.05)
+            return objective(self, trial)
+
+        _Trials.__call__ = claimed_by_both
         # No worker dies here: a grace long enough that a loaded machine's late heartbeat
         # never makes a live worker's trial stale (the dead-worker test has a short one).
         coordinator = Coordinator(spec["url"], heartbeat_s=1, grace_s=60)
