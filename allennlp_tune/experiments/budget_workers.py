@@ -299,7 +299,6 @@ def _train_slots(
     while True:
         held = 0
         claimed = None
-        raced = False
         for mode in modes:
             with _optuna_quiet():
                 fail_stale_trials(mode.study)
@@ -310,16 +309,14 @@ def _train_slots(
                     trial = mode.study.ask()
                 if SLOT_ATTR not in trial.user_attrs:
                     # Another worker took the last waiting slot: ask() made a trial of its own,
-                    # which never counts. That slot now runs, unseen by `held` (counted while
-                    # it waited): look at every mode again rather than go on to the seeds
-                    # before it ends.
+                    # which never counts. That slot now runs, held by the other worker, though
+                    # `running` was counted while it waited: count it, so that this worker
+                    # waits for it rather than go on to the seeds before it ends.
                     mode.study.tell(trial, state=TrialState.FAIL)
-                    raced = True
-                    break
+                    held += 1
+                    continue
                 claimed = (mode, trial)
                 break
-        if raced:
-            continue
         if claimed is not None:
             said_waiting = False
             _train_slot(*claimed, storage, retry, coordinator, tool)
