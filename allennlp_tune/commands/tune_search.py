@@ -2,6 +2,7 @@
 `allennlp_tune.experiments.search`)."""
 
 import argparse
+import sys
 from pathlib import Path
 
 from allennlp.commands.subcommand import Subcommand
@@ -105,6 +106,14 @@ def search_main(args: argparse.Namespace) -> None:
         )
     except ConfigurationError as error:
         fail("tune-search", error)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (`process.SigtermAsInterrupt`)
+        print(
+            "\nallennlp tune-search: interrupted. The study keeps its finished trials (the one in "
+            "training is marked interrupted); --trials N runs N more, so give the number still "
+            "wanted when you run it again.",
+            file=sys.stderr,
+        )
+        sys.exit(130)
     print(describe(result))
 
 

@@ -51,6 +51,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.experiments.search import (
     SearchParam,
     _load_params,
+    interrupted,
+    interrupted_settings,
     run_search,
 )
 from allennlp_tune.modes import block_groups
@@ -306,7 +308,8 @@ def trial_seeded_sampler(seed: int) -> Any:
 
 def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, int]:
     """The finished trials by state: of the study, or of `trials` (a workers' study's counted
-    ones, `budget_workers.counted_trials`)."""
+    ones, `budget_workers.counted_trials`). A trial that Ctrl-C or SIGTERM stopped did not
+    finish: it is not counted, and a resumed search runs its setting again."""
     import optuna
 
     counted = {"complete": 0, "pruned": 0, "failed": 0}
@@ -316,7 +319,7 @@ def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, i
         optuna.trial.TrialState.FAIL: "failed",
     }
     for trial in study.get_trials(deepcopy=False) if trials is None else trials:
-        if trial.state in names:
+        if trial.state in names and not interrupted(trial):
             counted[names[trial.state]] += 1
     return counted
 
@@ -405,6 +408,7 @@ def _search_mode(
             "that many), or another --results-dir."
         )
     remaining = budget - done
+    again = interrupted_settings(study) if study is not None else []
     # The start is read off the config once, when the study is new, and kept with it.
     if study is not None and "budget_start" in study.user_attrs:
         start, notes = study.user_attrs["budget_start"], list(study.user_attrs["budget_notes"])
@@ -419,6 +423,12 @@ def _search_mode(
     )
     for note in notes:
         print(f"{tool}: {mode}: {note}", file=sys.stderr)
+    if again and remaining > 0:
+        print(
+            f"{tool}: {mode}: {len(again)} trial(s) were interrupted before they finished; "
+            "they do not count, and their settings run again first",
+            file=sys.stderr,
+        )
     if remaining > 0:
         print(
             f"{tool}: {mode}: training {remaining} trial(s) in this process; their logs: "
@@ -443,7 +453,7 @@ def _search_mode(
                     keep_checkpoints=keep_checkpoints,
                     sampler=trial_seeded_sampler(SAMPLER_SEED),
                     pruner=budget_pruner(),
-                    enqueue=[start] if start else [],
+                    enqueue=([start] if start else []) + again,
                 )
         study = _load_study(storage, name)
     if study.user_attrs.get("budget_space") is None:

@@ -31,6 +31,12 @@ Storage is `sqlite:///DIR/optuna.db` by default. Any Optuna RDB URL works: with
 `--study-name`, `load_if_exists`); `--trials` counts the trials of this worker. A worker that is
 killed leaves its trial "RUNNING" in the storage; other workers are not affected.
 
+Ctrl-C or `kill <pid>` (SIGTERM, as Ctrl-C: `process.SigtermAsInterrupt`) ends the search: the
+trial in training is told "failed" with the user attr `interrupted` (`INTERRUPTED_ATTR`), its
+folder keeps no weights, and no further trial starts. `--budget` does not count such a trial and
+runs its setting again (`interrupted_settings`). Without this, AllenNLP's SIGTERM handler raises
+an `Exception`, which the search caught as one failed trial before going on to the next.
+
 When a worker finishes, the study's best trial (over all workers) is written to
 `DIR/<study>/best_params.json` and, ready to reuse, to `DIR/<study>/best_params.env`
 (`export TUNE_LR=...` lines: `source` it, then `allennlp train` or `allennlp tune-grid`).
@@ -55,6 +61,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.outputs import predict_in_process, record_run_outputs, run_record
+from allennlp_tune.experiments.process import SigtermAsInterrupt
 from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
     FAILED,
@@ -76,6 +83,23 @@ logger = logging.getLogger(__name__)
 
 BEST_PARAMS_JSON = "best_params.json"
 BEST_PARAMS_ENV = "best_params.env"
+# The user attr of a trial that Ctrl-C or SIGTERM stopped: failed in the storage, not finished.
+INTERRUPTED_ATTR = "interrupted"
+
+
+def interrupted(trial: Any) -> bool:
+    """Whether Ctrl-C or SIGTERM stopped `trial` (a failed trial that did not finish)."""
+    import optuna
+
+    return trial.state == optuna.trial.TrialState.FAIL and bool(
+        trial.user_attrs.get(INTERRUPTED_ATTR)
+    )
+
+
+def interrupted_settings(study: Any) -> List[Dict[str, Any]]:
+    """The searched values of the study's interrupted trials, oldest first: what a resumed
+    search runs again (through `enqueue_settings`, which skips those already rerun)."""
+    return [dict(trial.params) for trial in study.get_trials(deepcopy=False) if interrupted(trial)]
 
 
 def _is_int_literal(text: str) -> bool:
@@ -417,7 +441,8 @@ def write_best_params(
     }
     states: Dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):
-        states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
+        state = "interrupted" if interrupted(trial) else trial.state.name.lower()
+        states[state] = states.get(state, 0) + 1
     data = {
         "study_name": study.study_name,
         "storage": public_url(storage),
@@ -547,6 +572,8 @@ class _Trials:
                 tidy_run_dir(aside, drop_weights=True)
         trial.set_user_attr("ext_vars", searched)
         trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        if INTERRUPTED_ATTR in trial.user_attrs:  # a workers' retry copies its failed original's
+            trial.set_user_attr(INTERRUPTED_ATTR, False)
         trial.set_user_attr("worker", self.worker)
         info = run_record(
             "tune-search",
@@ -570,8 +597,15 @@ class _Trials:
         except Exception as error:
             info.update(status=FAILED, error=f"{type(error).__name__}: {error}")
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: Optuna tells the trial failed and re-raises; the attr keeps it
+            # out of the trials that count. Its folder stays partial (no tune_run.json, as in
+            # tune-grid), without the weights nobody will resume from.
+            trial.set_user_attr(INTERRUPTED_ATTR, True)
+            if run_dir.is_dir() and not self.keep_checkpoints:
+                tidy_run_dir(run_dir, drop_weights=True)
+            raise
         finally:
-            # Not after Ctrl-C: that trial's directory stays partial, as in tune-grid.
             if "status" in info:
                 self._finish(run_dir, info)
 
@@ -650,7 +684,8 @@ def _search_result(
     states: Dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):
         if trial.number in mine:
-            states[trial.state.name.lower()] = states.get(trial.state.name.lower(), 0) + 1
+            state = "interrupted" if interrupted(trial) else trial.state.name.lower()
+            states[state] = states.get(state, 0) + 1
     result = SearchResult(study=study, trial_states=states)
     if not any(
         t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)
@@ -734,7 +769,7 @@ def run_search(
         keep_checkpoints,
         worker,
     )
-    with _worker_feature_cache(study_dir, worker, fixed, keep_checkpoints):
+    with _worker_feature_cache(study_dir, worker, fixed, keep_checkpoints), SigtermAsInterrupt():
         study.optimize(objective, n_trials=trials, catch=(Exception,))
     return _search_result(study, objective.numbers, study_dir, storage, config, metric, fixed, seed)
 

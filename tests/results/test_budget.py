@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -203,6 +204,60 @@ def test_an_interrupted_search_runs_only_the_missing_trials(tmp_path, capsys):
         )
     # The search's costs: every finished trial's epochs and encoder passes (16 sentences).
     assert again.seconds > 0 and again.passes is not None and again.passes[0] >= 4 * 16
+
+
+def test_sigterm_ends_the_search_and_the_trial_it_stopped_runs_again(tmp_path, capsys):
+    """
+    `kill <tune-compare --budget>` (SIGTERM, which AllenNLP's own handler turns into an
+    `Exception`) ends the search like Ctrl-C, in the middle of a trial's training: no further
+    trial starts, the stopped trial does not count against K and keeps no weights, and the
+    rerun trains that trial's setting again before new draws. (A real search once took the
+    signal as one failed trial, counted it, and went on to the next.)
+    """
+    from allennlp.common.util import install_sigterm_handler
+    from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
+
+    [config] = written_configs(tmp_path, ["ft"])
+    space = {"ft": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=1:2")}
+    name = "reviews_bertuncased_ft"
+
+    def search():
+        return run_budget({"ft": config}, 3, tmp_path, "reviews", "bertuncased", "bert",
+                          {"TUNE_BERT_MODEL": str(BERT)}, spaces=space)["ft"]  # fmt: skip
+
+    trained = GradientDescentTrainer._train_epoch
+    starts = []
+
+    def signalled_in_the_second_trial(self, epoch):
+        starts.append(epoch)
+        if starts.count(0) == 2 and epoch == 0:
+            os.kill(os.getpid(), signal.SIGTERM)  # raised in this thread, inside the training
+        return trained(self, epoch)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    install_sigterm_handler()  # as `allennlp` does before every command
+    allennlp_handler = signal.getsignal(signal.SIGTERM)
+    GradientDescentTrainer._train_epoch = signalled_in_the_second_trial
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            search()
+        assert signal.getsignal(signal.SIGTERM) is allennlp_handler
+    finally:
+        GradientDescentTrainer._train_epoch = trained
+        signal.signal(signal.SIGTERM, previous)
+    first, stopped = study_trials(tmp_path, name)  # no third trial started
+    assert first.state != optuna.trial.TrialState.FAIL
+    assert stopped.state == optuna.trial.TrialState.FAIL and stopped.user_attrs["interrupted"]
+    stopped_dir = tmp_path / "search" / name / "trial_1"
+    assert not (stopped_dir / "tune_run.json").exists() and not list(stopped_dir.glob("*.th"))
+    capsys.readouterr()
+
+    resumed = search()
+    assert resumed.trained_now == 2
+    assert resumed.trials["failed"] == 0 and sum(resumed.trials.values()) == 3
+    trials = study_trials(tmp_path, name)
+    assert len(trials) == 4 and trials[2].params == stopped.params
+    assert "1 trial(s) were interrupted before they finished" in capsys.readouterr().err
 
 
 def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):

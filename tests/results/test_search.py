@@ -1,3 +1,4 @@
+import argparse
 import glob
 import io
 import json
@@ -5,6 +6,7 @@ import logging
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -388,3 +390,44 @@ def test_enqueue_settings_that_do_not_fit_the_params_are_refused(text, message):
     with pytest.raises(ConfigurationError, match=message) as caught:
         parse_settings(text, params)
     assert f"--enqueue {text!r}" in str(caught.value)
+
+
+def test_sigterm_ends_tune_search_with_a_short_message(
+    tmp_path, tiny_config, tiny_ext_vars, capsys
+):
+    """`kill <tune-search>` in the middle of a trial ends the command (exit 130, one short
+    message, no traceback) instead of failing that trial and starting the next; the stopped
+    trial is marked interrupted in the study."""
+    from allennlp.common.util import install_sigterm_handler
+    from allennlp.training.gradient_descent_trainer import GradientDescentTrainer
+
+    from allennlp_tune.commands.tune_search import add_search_parser
+
+    fixed = [f"{key}={tiny_ext_vars[key]}" for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")]
+    argv = [str(tiny_config), "--param", LR, "--trials", "2", "--study-name", "s"]
+    argv += ["--results-dir", str(tmp_path), "--ext-var", "TUNE_EPOCHS=1"]
+    argv += ["--ext-var", "TUNE_DROPOUT=0.0"] + [f"--ext-var={value}" for value in fixed]
+    parser = argparse.ArgumentParser()
+    add_search_parser(parser.add_subparsers(), "tune-search")
+    args = parser.parse_args(["tune-search", *argv])
+
+    trained = GradientDescentTrainer._train_epoch
+
+    def signalled(self, epoch):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return trained(self, epoch)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    install_sigterm_handler()
+    GradientDescentTrainer._train_epoch = signalled
+    try:
+        with pytest.raises(SystemExit) as exit:
+            args.func(args)
+    finally:
+        GradientDescentTrainer._train_epoch = trained
+        signal.signal(signal.SIGTERM, previous)
+    assert exit.value.code == 130
+    err = capsys.readouterr().err
+    assert "tune-search: interrupted" in err and "Traceback" not in err
+    [trial] = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/optuna.db").trials
+    assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs["interrupted"]
