@@ -52,6 +52,15 @@ def num_epochs(trainer) -> int:
     return trainer._num_epochs
 
 
+def ends_after(trainer, epoch: int) -> bool:
+    # Whether `epoch` is the run's last: its planned last, or patience ran out (the trainer's
+    # metric tracker has this epoch's metric when callbacks' `on_epoch` runs, and stops after).
+    if epoch >= trainer._num_epochs - 1:
+        return True
+    tracker = getattr(trainer, "_metric_tracker", None)
+    return bool(tracker is not None and tracker.should_stop_early())
+
+
 def tracked_metrics(trainer) -> List[Tuple[int, str]]:
     # The validation metric(s) as (sign, name); the metric tracker is the trainer's own.
     return getattr(trainer._metric_tracker, "tracked_metrics", None)

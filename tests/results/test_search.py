@@ -431,3 +431,50 @@ def test_sigterm_ends_tune_search_with_a_short_message(
     assert "tune-search: interrupted" in err and "Traceback" not in err
     [trial] = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/optuna.db").trials
     assert trial.state == optuna.trial.TrialState.FAIL and trial.user_attrs["interrupted"]
+
+
+class PruneEveryTrial(optuna.pruners.BasePruner):
+    def prune(self, study, trial):
+        return True
+
+
+def test_a_trial_is_not_pruned_after_its_last_epoch(tmp_path, tiny_config, tiny_ext_vars):
+    """A pruner that gives up on every trial stops a 2-epoch trial after its first epoch, but
+    lets a 1-epoch trial finish: pruning after the last epoch would save no training and throw
+    away a finished run (its archive, predictions and value)."""
+    fixed = {key: tiny_ext_vars[key] for key in ("TUNE_DATA_DIR", "TUNE_WEIGHT_DECAY")}
+
+    def search(epochs):
+        run_search(tiny_config, [SearchParam.parse(LR)], trials=1, study_name=f"e{epochs}",
+                   results_dir=tmp_path, ext_vars={**fixed, "TUNE_EPOCHS": str(epochs),
+                   "TUNE_DROPOUT": "0.0"}, pruner=PruneEveryTrial())  # fmt: skip
+        storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+        [trial] = optuna.load_study(study_name=f"e{epochs}", storage=storage).trials
+        return trial
+
+    with pytest.raises(ConfigurationError, match="No trial of study 'e2' has completed"):
+        search(2)
+    [pruned] = optuna.load_study(study_name="e2", storage=f"sqlite:///{tmp_path}/optuna.db").trials
+    assert pruned.state == optuna.trial.TrialState.PRUNED and list(pruned.intermediate_values) == [
+        0
+    ]
+    finished = search(1)
+    assert finished.state == optuna.trial.TrialState.COMPLETE
+    assert list(finished.intermediate_values) == [0]
+    assert (tmp_path / "e1" / "trial_0" / "model.tar.gz").is_file()
+
+
+def test_the_last_epoch_is_the_planned_one_or_where_patience_runs_out():
+    from allennlp.training.metric_tracker import MetricTracker
+
+    from allennlp_tune.training.trainer_access import ends_after
+
+    class Trainer:
+        _num_epochs = 5
+        _metric_tracker = MetricTracker("+accuracy", patience=1)
+
+    trainer = Trainer()
+    trainer._metric_tracker.add_metrics({"accuracy": 0.6})
+    assert not ends_after(trainer, 0) and ends_after(trainer, 4)
+    trainer._metric_tracker.add_metrics({"accuracy": 0.5})  # no better: patience 1 runs out
+    assert ends_after(trainer, 1)

@@ -13,6 +13,8 @@ from typing import Any, Dict, Iterator, Optional
 
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from allennlp_tune.training.trainer_access import ends_after
+
 
 @dataclass
 class _ActiveTrial:
@@ -41,8 +43,11 @@ class OptunaPruningCallback(TrainerCallback):
     """
     After every epoch, reports the validation metric to the Optuna trial that tune-search is
     training, and stops the training (raising `optuna.TrialPruned`) when the study's pruner
-    says so. tune-search adds it to every trial's trainer; anywhere else (a trial's
-    `config.json` trained again with `allennlp train`) it does nothing.
+    says so, except after the run's last epoch (its planned last, or the one after which
+    patience runs out): pruning there saves no training and would throw away a finished run
+    (no archive, no predictions, its value out of the study's best). tune-search adds it to
+    every trial's trainer; anywhere else (a trial's `config.json` trained again with
+    `allennlp train`) it does nothing.
 
     Registered as a `TrainerCallback` with name "optuna_pruning".
 
@@ -71,6 +76,8 @@ class OptunaPruningCallback(TrainerCallback):
         if not isinstance(value, (int, float)) or not math.isfinite(value):
             return  # no validation this epoch, or an undefined metric (constant predictions)
         active.trial.report(float(value), step=epoch)
+        if ends_after(trainer, epoch):
+            return  # stopping now saves nothing, and the finished trial keeps its result
         if active.trial.should_prune():
             import optuna
 
