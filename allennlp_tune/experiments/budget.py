@@ -18,8 +18,9 @@ Per mode (`budget_run.run_budget`):
    per-epoch dev metric, judging from the first finished trial on (`budget_pruner`); trial
    seed `SEARCH_SEED`, which is no reported seed). Resumable: the
    study's finished trials (complete, pruned or failed) count against K and only the rest
-   run, so every mode ends with exactly K finished trials; a trial a killed process left
-   running does not count and its slot runs again. A study with more than K finished trials,
+   run, so every mode ends with exactly K finished trials. A trial that Ctrl-C or SIGTERM
+   stopped, or that a killed process left running (`_reclaim_dead_trials`), does not count
+   and its setting runs again first. A study with more than K finished trials,
    or searched over another space, is refused;
 4. its best trial's setting, which the seeds train with (as ext vars: each seed run's
    `config.json` and fingerprint hold it, so a seed trained with an older best is refused as
@@ -49,6 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.search import (
+    INTERRUPTED_ATTR,
     SearchParam,
     _load_params,
     interrupted,
@@ -58,6 +60,7 @@ from allennlp_tune.experiments.search import (
 from allennlp_tune.modes import block_groups
 from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
+from allennlp_tune.rundir.tidy import tidy_run_dir
 
 # The search spaces per mode, as tune-search's `--param` takes them.
 SPACES: Dict[str, Tuple[str, ...]] = {
@@ -324,6 +327,29 @@ def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, i
     return counted
 
 
+def _reclaim_dead_trials(study: Any, storage: str, keep_checkpoints: bool) -> int:
+    """
+    Marks the study's running trials failed and interrupted, as if Ctrl-C had stopped them, and
+    drops their folders' weights; returns how many. Only for the one-process search, which
+    holds the results folder's lock: no other process can be training them, so each was left by
+    a process that was killed (`kill -9`, a crash). Their settings then run again first.
+    """
+    import optuna
+
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    if not running:
+        return 0
+    rdb = optuna.storages.RDBStorage(storage)
+    for trial in running:
+        trial_id = trial._trial_id  # `FrozenTrial` keeps its storage id private
+        rdb.set_trial_user_attr(trial_id, INTERRUPTED_ATTR, True)
+        rdb.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL)
+        run_dir = trial.user_attrs.get("run_dir")
+        if run_dir and Path(run_dir).is_dir() and not keep_checkpoints:
+            tidy_run_dir(Path(run_dir), drop_weights=True)
+    return len(running)
+
+
 def _load_study(storage: str, name: str) -> Any:
     import optuna
 
@@ -399,6 +425,8 @@ def _search_mode(
                 f"{' '.join(space)}; its trials would not count toward this search. Use another "
                 "--results-dir, or the space it was searched over."
             )
+    if study is not None and _reclaim_dead_trials(study, storage, keep_checkpoints):
+        study = _load_study(storage, name)
     finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
     done = sum(finished.values())
     if done > budget:
@@ -425,8 +453,8 @@ def _search_mode(
         print(f"{tool}: {mode}: {note}", file=sys.stderr)
     if again and remaining > 0:
         print(
-            f"{tool}: {mode}: {len(again)} trial(s) were interrupted before they finished; "
-            "they do not count, and their settings run again first",
+            f"{tool}: {mode}: {len(again)} trial(s) were stopped (interrupted or killed) before "
+            "they finished; they do not count, and their settings run again first",
             file=sys.stderr,
         )
     if remaining > 0:

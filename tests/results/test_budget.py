@@ -257,7 +257,43 @@ def test_sigterm_ends_the_search_and_the_trial_it_stopped_runs_again(tmp_path, c
     assert resumed.trials["failed"] == 0 and sum(resumed.trials.values()) == 3
     trials = study_trials(tmp_path, name)
     assert len(trials) == 4 and trials[2].params == stopped.params
-    assert "1 trial(s) were interrupted before they finished" in capsys.readouterr().err
+    assert "1 trial(s) were stopped (interrupted or killed) before" in capsys.readouterr().err
+
+
+def test_a_trial_a_killed_process_left_running_runs_again(tmp_path, capsys):
+    """
+    `kill -9` (or a crash) in the middle of a trial leaves it RUNNING in the study. The next
+    one-process search (which holds the results folder's lock, so nobody else trains it) marks
+    it interrupted, does not count it, and trains its setting again instead of a new draw.
+    """
+    [config] = written_configs(tmp_path, ["ft"])
+    space = {"ft": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=1:2")}
+    name = "reviews_bertuncased_ft"
+
+    def search(budget):
+        return run_budget({"ft": config}, budget, tmp_path, "reviews", "bertuncased", "bert",
+                          {"TUNE_BERT_MODEL": str(BERT)}, spaces=space)["ft"]  # fmt: skip
+
+    search(1)
+    # What a killed process leaves: a trial that has its values and a partial folder, RUNNING.
+    storage = f"sqlite:///{tmp_path / 'search' / 'optuna.db'}"
+    study = optuna.load_study(study_name=name, storage=storage)
+    killed = study.ask()
+    killed.suggest_float("TUNE_LR", 1e-5, 2e-4, log=True)
+    killed.suggest_int("TUNE_EPOCHS", 1, 2)
+    partial = tmp_path / "search" / name / f"trial_{killed.number}"
+    partial.mkdir()
+    (partial / "model_state_e0_b0.th").write_bytes(b"weights")
+    killed.set_user_attr("run_dir", str(partial))
+    capsys.readouterr()
+
+    resumed = search(2)
+    assert resumed.trained_now == 1 and resumed.trials == {"complete": 2, "pruned": 0, "failed": 0}
+    first, dead, again = study_trials(tmp_path, name)
+    assert dead.state == optuna.trial.TrialState.FAIL and dead.user_attrs["interrupted"]
+    assert again.params == dead.params and again.state == optuna.trial.TrialState.COMPLETE
+    assert not list(partial.glob("*.th"))
+    assert "1 trial(s) were stopped (interrupted or killed) before" in capsys.readouterr().err
 
 
 def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
