@@ -96,6 +96,11 @@ def interrupted(trial: Any) -> bool:
     )
 
 
+def _state_name(trial: Any) -> str:
+    """The trial's state as `best_params.json` and `describe` count it: "interrupted" apart."""
+    return "interrupted" if interrupted(trial) else trial.state.name.lower()
+
+
 def interrupted_settings(study: Any) -> List[Dict[str, Any]]:
     """The searched values of the study's interrupted trials, oldest first: what a resumed
     search runs again (through `enqueue_settings`, which skips those already rerun)."""
@@ -441,8 +446,7 @@ def write_best_params(
     }
     states: Dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):
-        state = "interrupted" if interrupted(trial) else trial.state.name.lower()
-        states[state] = states.get(state, 0) + 1
+        states[_state_name(trial)] = states.get(_state_name(trial), 0) + 1
     data = {
         "study_name": study.study_name,
         "storage": public_url(storage),
@@ -684,8 +688,7 @@ def _search_result(
     states: Dict[str, int] = {}
     for trial in study.get_trials(deepcopy=False):
         if trial.number in mine:
-            state = "interrupted" if interrupted(trial) else trial.state.name.lower()
-            states[state] = states.get(state, 0) + 1
+            states[_state_name(trial)] = states.get(_state_name(trial), 0) + 1
     result = SearchResult(study=study, trial_states=states)
     if not any(
         t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)
