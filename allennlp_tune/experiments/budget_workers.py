@@ -365,8 +365,11 @@ def _train_slot(
             mode.study.tell(trial, value)
         else:
             mode.study.tell(trial, state=state)
-    except UpdateFinishedTrialError:
-        # This worker stalled past the grace period and the slot was given to another.
+    except (UpdateFinishedTrialError, ValueError):
+        # This worker stalled past the grace period and the slot was given to another (Optuna
+        # says so with a ValueError, "Cannot tell a FAIL trial", when this one failed or pruned).
+        if storage.get_trial(trial_id).state == TrialState.RUNNING:
+            raise
         print(
             f"{tool}: {mode.mode}: trial {trial.number} was given to another worker while this "
             "one trained it",
