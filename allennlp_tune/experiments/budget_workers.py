@@ -19,9 +19,10 @@ How the K trials are shared:
   are enqueued under an exclusive flock (`DIR/search/.tune_workers.lock`) by the first
   worker, topped up to K by any later one (a larger `--budget`); a study with more than K
   counted slots is refused as in one process;
-- a worker claims a slot with `Study.ask()`, which in RDB storage moves one WAITING trial to
-  RUNNING atomically. When two workers ask for the last slot together, the loser gets a new
-  trial without the slot attr, which it ends at once (FAIL) and which never counts. The trial
+- a worker claims a slot with `Study.ask()`, which moves one WAITING trial to RUNNING, under
+  the flock above (`workers.claim_trial`: SQLite would let two workers pop the same one).
+  When two workers ask for the last slot together, the loser gets a new trial without the slot
+  attr, which it ends at once (FAIL) and which never counts. The trial
   trains in the worker's process (tune-search's objective, `search._Trials`: its folder
   `RESULTS_DIR/search/<config stem>/trial_<n>`, per-epoch pruning) and is told COMPLETE, PRUNED
   or FAIL;
@@ -75,6 +76,7 @@ from allennlp_tune.experiments.workers import (
     _Heartbeat,
     _optuna_quiet,
     _SetupLock,
+    claim_trial,
     grid_identity,
     worker_name,
 )
@@ -305,8 +307,7 @@ def _train_slots(
             waiting, running = _open_slots(mode.study)
             held += running
             if waiting:
-                with _optuna_quiet():
-                    trial = mode.study.ask()
+                trial = claim_trial(mode.study, search_dir)
                 if SLOT_ATTR not in trial.user_attrs:
                     # Another worker took the last waiting slot: ask() made a trial of its own,
                     # which never counts. That slot now runs, held by the other worker, though

@@ -9,9 +9,11 @@ The coordination is Optuna's, not a queue of our own:
 
 - the grid is an Optuna study (`Coordinator.open_storage`) whose trials are its runs: every run
   is an enqueued trial (`Study.enqueue_trial`) with the user attr `run` = `<config_stem>/seed_<k>`;
-- a worker claims a run with `Study.ask()`, which in RDB storage moves one WAITING trial to
-  RUNNING atomically, so a run is held by one worker; it records the run's status, its worker
-  and its training time on the trial and ends it with `Study.tell` (its value: seconds);
+- a worker claims a run with `Study.ask()`, which moves one WAITING trial to RUNNING, under the
+  folder's setup flock (`claim_trial`: SQLite ignores the `SELECT ... FOR UPDATE` Optuna relies
+  on, so two workers could pop the same trial), so a run is held by one worker; it records the
+  run's status, its worker and its training time on the trial and ends it with `Study.tell`
+  (its value: seconds);
 - while it trains, the worker records Optuna heartbeats for its trial every `heartbeat_s`
   seconds (`RDBStorage.record_heartbeat`). A worker that dies (kill -9, a lost node) stops
   beating; after `grace_s` (default: twice `heartbeat_s`) the next worker that looks
@@ -347,6 +349,19 @@ class _SetupLock:
         os.close(self.fd)
 
 
+def claim_trial(study: Any, lock_dir: Path) -> Any:
+    """
+    `study.ask()` under the exclusive flock on `lock_dir/.tune_workers.lock`, which every worker
+    of the study shares. Optuna pops an enqueued trial by reading the WAITING trials and then
+    setting one RUNNING in a row read `FOR UPDATE`; SQLite ignores `FOR UPDATE`, so two workers
+    asking together could both move the same trial to RUNNING and both train it (seen: 3 forked
+    processes asking 30 times each from 100 enqueued trials got 3-7 trials twice). PostgreSQL
+    locks the row itself; the flock costs it a few milliseconds per claim.
+    """
+    with _SetupLock(lock_dir), _optuna_quiet():
+        return study.ask()
+
+
 class _Heartbeat:
     """Records Optuna heartbeats for one trial every `interval` seconds in a thread, the first at
     once (a trial without any is never found stale)."""
@@ -514,8 +529,7 @@ class Worker:
                 time.sleep(poll)
                 continue
             said_waiting = False
-            with _optuna_quiet():
-                trial = study.ask()
+            trial = claim_trial(study, self.results_dir)
             if RUN_ATTR not in trial.user_attrs:
                 # No run was left to pop (another worker took the last): ask() made an empty
                 # trial, ended at once.

@@ -26,7 +26,7 @@ from allennlp_tune.commands.tune_grid import add_grid_parser
 from allennlp_tune.experiments.grid import run_grid
 from allennlp_tune.experiments.process import train_subprocess
 from allennlp_tune.experiments.search import storage_with_driver
-from allennlp_tune.experiments.workers import MARKER_NAME, Coordinator
+from allennlp_tune.experiments.workers import MARKER_NAME, Coordinator, claim_trial
 from allennlp_tune.planning.plan import render_config
 from tests.results.test_grid import GRID_CONFIG, FakeTraining, run_cli
 from tests.results.test_search import postgres_url  # noqa: F401 (a fixture)
@@ -232,6 +232,43 @@ def test_workers_train_every_run_of_the_grid_once(
         coordinator=Coordinator(url),
     )
     assert again.calls == [] and result.trained == []
+
+
+def claim_many(url, lock_dir, start, count, out) -> None:
+    """A forked process: from `start` on, claims `count` trials of study "s" with
+    `claim_trial`, and writes their numbers to `out`."""
+    try:
+        study = optuna.load_study(study_name="s", storage=Coordinator(url).open_storage()[0])
+        while time.time() < start:
+            time.sleep(0.001)
+        numbers = [claim_trial(study, lock_dir).number for _ in range(count)]
+        Path(out).write_text(json.dumps(numbers))
+    except BaseException:
+        Path(out).write_text(traceback.format_exc())
+        os._exit(1)
+    os._exit(0)
+
+
+def test_processes_claiming_together_on_sqlite_never_get_the_same_trial(tmp_path, forked):
+    """Three processes each claim 30 of 100 enqueued trials at once from one SQLite study.
+    Optuna's own `ask()` gives some trials twice there (3 to 7 of 90 in three tries, since
+    SQLite ignores `SELECT ... FOR UPDATE`); `claim_trial` never does."""
+    url = f"sqlite:///{tmp_path / 'claims.db'}"
+    study = optuna.create_study(study_name="s", storage=url)
+    for number in range(100):
+        study.enqueue_trial({}, user_attrs={"run": number})
+    start = time.time() + 2  # every process has loaded the study by then
+    context = multiprocessing.get_context("fork")
+    outs = [tmp_path / f"claims_{index}.json" for index in range(3)]
+    for out in outs:
+        process = context.Process(target=claim_many, args=(url, tmp_path, start, 30, out))
+        process.start()
+        process.out = out
+        forked.append(process)
+    claimed = [number for process in forked for number in finish(process, timeout=120)]
+    assert len(claimed) == 90 and len(set(claimed)) == 90
+    running = study.get_trials(states=[optuna.trial.TrialState.RUNNING])
+    assert sorted(trial.number for trial in running) == sorted(claimed)
 
 
 def test_a_killed_worker_s_run_is_trained_again_by_another(tmp_path, configs, forked):
