@@ -22,8 +22,8 @@ How the K trials are shared:
 - a worker claims a slot with `Study.ask()`, which moves one WAITING trial to RUNNING, under
   the flock above (`workers.claim_trial`: SQLite would let two workers pop the same one).
   When two workers ask for the last slot together, the loser gets a new trial without the slot
-  attr, which it ends at once (FAIL) and which never counts. The trial
-  trains in the worker's process (tune-search's objective, `search._Trials`: its folder
+  attr, which it ends at once (FAIL) and which never counts. The trial trains in the worker's
+  process (tune-search's objective, `search._Trials`: its folder
   `RESULTS_DIR/search/<config stem>/trial_<n>`, per-epoch pruning) and is told COMPLETE, PRUNED
   or FAIL;
 - while it trains, the worker records Optuna heartbeats for the trial every `--heartbeat`
