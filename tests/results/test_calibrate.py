@@ -27,11 +27,18 @@ VARIABLES = {
 }
 
 
-def fixed_timer(train=0.5, cached=None, forward=0.1, batch_size=4):
+def fixed_timer(train=0.5, cached=None, forward=0.1, batch_size=4, first_forward=None):
     """A timer that measures nothing: the same seconds per batch every time."""
 
     def timer(rendered, is_cached, batches, cap_seconds):
-        return BatchTiming(train, cached if is_cached else None, forward, batch_size, batches)
+        return BatchTiming(
+            train,
+            cached if is_cached else None,
+            forward,
+            batch_size,
+            batches,
+            first_forward if is_cached else None,
+        )
 
     return timer
 
@@ -125,6 +132,34 @@ def test_the_epoch_scales_with_the_counted_instances():
     assert calibrate_cell(fe, fe.rendered, fixed_timer(train=0.5, cached=0.2))
     assert fe.first_epoch_seconds - fe.epoch_seconds == pytest.approx(3 * (0.5 - 0.2))
     assert planned_run_seconds(fe) == pytest.approx(fe.first_epoch_seconds + 2 * fe.epoch_seconds)
+    # Its first validation runs the encoder too (0.4 s a batch against 0.1 read from the cache):
+    # 2 validation batches of the fixture's dev sentences; the later epochs are unchanged.
+    first_dev = plan_cell(SST2_FE, VARIABLES)
+    assert calibrate_cell(
+        first_dev, first_dev.rendered, fixed_timer(train=0.5, cached=0.2, first_forward=0.4)
+    )
+    assert first_dev.epoch_seconds == pytest.approx(fe.epoch_seconds)
+    assert -(-first_dev.validation.instances // 4) == 2
+    assert first_dev.first_epoch_seconds - fe.first_epoch_seconds == pytest.approx(2 * (0.4 - 0.1))
+    assert "x 0.100 s (0.400 s in the first epoch)" in first_dev.notes[-1]
+
+
+def test_a_cached_cell_times_its_first_validation_on_a_batch_it_did_not_train(tmp_path):
+    """The fixture's fe cell in batches of 4: the warm-up and one timed batch train, and a third
+    batch of the 12 sentences is held out, forwarded once to fill the cache (the first epoch's
+    validation) and once to read it back; an uncached cell and a split with no batch to spare
+    time their validation once."""
+    four = json.dumps({"data_loader.batch_sampler.batch_size": 4})
+    fe = plan_cell(SST2_FE, VARIABLES, overrides=four, cache_directory=tmp_path / "cache")
+    timing = calibrate.time_batches(fe.rendered, cached=True, batches=1, cap_seconds=30.0)
+    assert timing.batches == 1 and timing.batch_size == 4
+    assert timing.first_forward_seconds is not None and timing.forward_seconds is not None
+    ft = plan_cell(SST2_FT, VARIABLES, overrides=four)
+    timing = calibrate.time_batches(ft.rendered, cached=False, batches=1, cap_seconds=30.0)
+    assert timing.first_forward_seconds is None and timing.forward_seconds is not None
+    # Two timed batches and a warm-up take all 12 sentences: nothing left to hold out.
+    timing = calibrate.time_batches(fe.rendered, cached=True, batches=2, cap_seconds=30.0)
+    assert timing.batches == 2 and timing.first_forward_seconds is None
 
 
 def test_the_estimate_error_after_a_run():
