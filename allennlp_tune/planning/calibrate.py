@@ -22,13 +22,12 @@ its cache in a temporary folder, so nothing the user's runs read is written: the
 first pass runs the encoder and stores the features (the first epoch's cost), a second pass over
 the same batches reads them back (every later epoch's cost). Its validation batch is one more
 batch of the train split, held out of training, timed twice the same way: the first epoch's
-validation runs the encoder over the dev split too. On CoNLL-2003 (4,000 train and 3,250 dev
-sentences) an fe cell's first epoch took 52 s; timed from the cached validation pass it was
-planned at 33-37 s, with the held-out batch at 48-60 s (three timings; one batch's length
-varies). An fe cell without a cache pays the first pass every epoch. A stack-then-finetune
-(`sf`) cell is not calibrated: its epochs change cost when its encoder is unfrozen, and the
-model as built is the frozen phase alone; it keeps the cost model's numbers, with a note. Cells
-that differ only by seed are one cell (the planner plans the first pending seed of each config).
+validation runs the encoder over the dev split too, a large share of that epoch where the dev
+split is large beside the train split (bench/README.md, "A cached cell's first epoch"). An fe
+cell without a cache pays the first pass every epoch. A stack-then-finetune (`sf`) cell is not
+calibrated: its epochs change cost when its encoder is unfrozen, and the model as built is the
+frozen phase alone; it keeps the cost model's numbers, with a note. Cells that differ only by
+seed are one cell (the planner plans the first pending seed of each config).
 
 A cell with finished runs trained on this machine (their `cost.json` names this host, and their
 `config.json` is the cell's but for seeds, epochs, patience, schedule and rate: `timing_key`)
@@ -226,8 +225,8 @@ def time_batches(
         # The sampler's parameters and its guessed sorting keys (INFO) are the run's log too.
         with quiet_loggers("allennlp"):
             groups = batches_as_loaded(instances, config.get("data_loader"), vocabulary, batch_size)
-        # The held-out batch is one of the length-grouped ones: 32 unsorted sentences pad to
-        # their longest (on CoNLL-2003, 0.30-0.33 s forward against a 0.26 s training step).
+        # The held-out batch is one of the length-grouped ones, as the validation's are: a batch
+        # of unsorted sentences pads to its longest and times slower than they run.
         held_out: List[Any] = []
         if cached and len(instances) == wanted and len(groups) > 2:  # a short split spares none
             held_out = groups.pop()
