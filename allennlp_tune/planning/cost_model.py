@@ -6,21 +6,32 @@ finished runs and `fit.format_cost_model` prints the source text of `COST_MODEL`
 Per mode, with `W` the train split's wordpieces, `L` x `H`^2 the encoder's FLOP scale, `P`
 the encoder's parameters and `N` the train split's instances:
 
-    seconds per epoch ~ a + b * W * L * H^2        peak RSS (MB) ~ c + d * P + g * N
+    seconds per epoch ~ a + b * W * L * H^2 + e * W * L * H (+ k * W, cached fe epochs)
+    peak RSS (MB)     ~ c + d * P + g * N
+
+The second time term, `e`, is the work that grows with the width rather than its square
+(attention over the sequence, layer norms, activations, the overhead that makes a narrow
+encoder's small matrix products slower per FLOP): with `b` alone, a 12 x 768 encoder costs 8x a
+6 x 384 one per wordpiece, where MPNet's SICK-E epochs cost 4-5x MiniLM's (bench/README.md,
+"MPNet"). Runs of two or more widths tell `b` from `e`; an entry fitted on one width has `e`
+None, and extrapolates to other widths by `H^2`. A cached fe epoch after the first runs no
+encoder: its cost is the head's, `k` per wordpiece, and reading and mixing each wordpiece's
+L x H features, `e` (with `b` = 0); its first epoch is such an epoch plus the encoder's pass,
+so its `first_k` is `k` and its `first_b`, `first_e` add the pass's terms.
 
 The per-instance term `g` is there because the loaded dataset grows the process
 (bench/README.md). For a cached `fe` run the first epoch is apart, `first_a + first_b * W * L *
-H^2`, with `a` and `b` then the epochs after it: the first epoch runs the encoder and stores the
-features, the later ones only read them.
+H^2 + first_e * W * L * H`, with `a`, `b` and `e` then the epochs after it: the first epoch runs
+the encoder and stores the features, the later ones only read them.
 
 A key is a mode (`"fe"`) or a mode and a task head (`"fe/tune_bcn"`, the model's registered
 type); the planner prefers the head's entry, because a cached fe epoch is mostly the head's
 work, which `W * L * H^2` does not see.
 
 It is a CPU estimate (`torch` with two threads, `cuda_device: -1`), and a rough one: it knows
-the encoder's work but not the task head's nor the validation data's, and it was fitted on one
-encoder, so `d` extrapolates that encoder's memory per parameter to the others. Read its numbers
-as orders of magnitude; docs/RESULTS.md compares the estimates with full-size runs.
+the encoder's work but not the task head's nor the validation data's, and its entries without
+`e` were fitted on one encoder, whose cost per unit of work they extrapolate to the others. Read
+its numbers as orders of magnitude; bench/README.md compares the estimates with full-size runs.
 """
 
 from dataclasses import dataclass
@@ -39,8 +50,8 @@ class ModeCost:
     # Parameters
 
     a, b : `Optional[float]`
-        Seconds per epoch `a + b * W * L * H^2`; for a cached fe entry, the epochs after the
-        first. `b` None: no time estimate.
+        Seconds per epoch `a + b * W * L * H^2 (+ e * W * L * H)`; for a cached fe entry, the
+        epochs after the first. `b` None: no time estimate.
     c, d : `Optional[float]`
         Peak RSS MB `c + d * P` (plus `g * N`). `d` None: no memory estimate.
     runs : `int`
@@ -52,6 +63,12 @@ class ModeCost:
         entry.
     g : `Optional[float]`
         Peak RSS MB per train instance; None where the runs did not tell it.
+    e, first_e : `Optional[float]`
+        Seconds per unit of `W * L * H` (every epoch, or a cached run's later epochs; its first
+        epoch); None where the runs had one width, so that only `b` could be told.
+    k, first_k : `Optional[float]`
+        Seconds per wordpiece of a cached fe run's epochs (later; first), the head's work;
+        None for other entries.
     """
 
     a: Optional[float]
@@ -63,18 +80,39 @@ class ModeCost:
     first_a: Optional[float] = None
     first_b: Optional[float] = None
     g: Optional[float] = None
+    e: Optional[float] = None
+    first_e: Optional[float] = None
+    k: Optional[float] = None
+    first_k: Optional[float] = None
 
-    def epoch_seconds(self, work: Optional[float]) -> Optional[float]:
-        """Seconds of one epoch (a cached fe run: of a later one) for `work` = W x L x H^2."""
+    def epoch_seconds(
+        self,
+        work: Optional[float],
+        linear_work: Optional[float] = None,
+        wordpieces: Optional[float] = None,
+    ) -> Optional[float]:
+        """
+        Seconds of one epoch (a cached fe run: of a later one) for `work` = W x L x H^2,
+        `linear_work` = W x L x H and `wordpieces` = W (the last two needed where the entry
+        has `e` or `k`).
+        """
         if self.b is None or work is None:
             return None
-        return (self.a or 0.0) + self.b * work
+        extra = (self.e or 0.0) * (linear_work or 0.0) + (self.k or 0.0) * (wordpieces or 0.0)
+        return (self.a or 0.0) + self.b * work + extra
 
-    def first_epoch_seconds(self, work: Optional[float]) -> Optional[float]:
+    def first_epoch_seconds(
+        self,
+        work: Optional[float],
+        linear_work: Optional[float] = None,
+        wordpieces: Optional[float] = None,
+    ) -> Optional[float]:
         """Seconds of a cached fe run's first epoch, None for an entry without one."""
         if self.first_b is None or work is None:
             return None
-        return (self.first_a or 0.0) + self.first_b * work
+        extra = (self.first_e or 0.0) * (linear_work or 0.0)
+        extra += (self.first_k or 0.0) * (wordpieces or 0.0)
+        return (self.first_a or 0.0) + self.first_b * work + extra
 
     def peak_rss_mb(
         self, params: Optional[int], instances: Optional[int] = None
@@ -90,25 +128,39 @@ class ModeCost:
 # (all-MiniLM-L6-v2: L = 6, H = 384, P = 22,565,376) runs, then pasted from
 # `format_cost_model(...)`; where `P` never varies, `c` is BASE_RSS_MB and `d` scales MiniLM's
 # memory to other encoders. That scaling put MPNet (P = 108,895,488) at 5.9-7.1 GB where its
-# SICK-E runs peaked at 2.8-4.6 GB (bench/README.md, "MPNet"), so the fe, ft and lora entries'
-# c and d now go through one run of each encoder (SICK-E, N = 4,439); the times per epoch are
-# still MiniLM's alone (the plan calibrates them on the user's machine).
-# - "ft", "sf", "bitfit", "lora" and "fe/tune_bcn": the growth bench (bench/bench_growth.py,
-#   bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and all 67,349 SST-2 sentences,
-#   each alone on the idle machine, with its own feature cache (REFIT:
-#   `fit_cost_model(sorted(Path("runs/growth").glob("n_*/<mode>/*/seed_1")))`; ft also with the
-#   4k point run again, runs/growth_repeat). Every mode has all four sizes.
-#   The lines through ft's, lora's and fe's cached epochs had negative intercepts, so a = 0
-#   (the mean cost per unit of work). Out of sample, the ft entry says 232 s per epoch and
-#   2.1 GB for STS-B ft (5,749 pairs), which took 181 s and 2.9 GB (docs/RESULTS.md section 12).
-# - "fe" (pooled, for heads without an entry: the pair tasks' ESIM): tune-compare's SICK-E and
-#   STS-B fe cells, 2 epochs each, on a loaded machine (a = 0, c = BASE_RSS_MB).
+# SICK-E runs peaked at 2.8-4.6 GB (bench/README.md, "MPNet"), so the fe, ft, lora and bitfit
+# entries' c and d now go through one run of each encoder (SICK-E, N = 4,439). Their times
+# (a, b, e, k and the first epoch's) were refitted the same way, to one session's SICK-E runs of
+# both encoders (2026-11-30, the idle machine; bench/README.md "The time terms refitted"):
+# `fit_cost_model` over runs/refit/{minilm,mpnet}{,_fe}/sick_e_*/seed_1 (fe 2 epochs, lora and
+# bitfit 1) and MPNet's ft runs of docs/RESULTS.md section 15 (3.5e-5 x 5, seeds 2 and 3).
+# The W x L x H^2 term alone, fitted on MiniLM, had put MPNet's epochs at 3-20 times what they
+# took. "sf" and the head entries below keep MiniLM's times alone.
+# - "sf" and "fe/tune_bcn", and the g of "ft", "bitfit" and "lora": the growth bench
+#   (bench/bench_growth.py, bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and
+#   all 67,349 SST-2 sentences, each alone on the idle machine, with its own feature cache
+#   (REFIT: `fit_cost_model(sorted(Path("runs/growth").glob("n_*/<mode>/*/seed_1")))`).
+#   The line through fe's cached epochs had a negative intercept, so a = 0 (the mean cost per
+#   unit of work).
 # - "fe/tune_tagger", "ft/tune_tagger": the full CoNLL-2003 runs of docs/RESULTS.md section 12
 #   (one run each: they reproduce those cells, scaled by W x L x H^2).
 COST_MODEL: Dict[str, ModeCost] = {
-    # tune-compare's sick_e / sts_b fe cells (runs/real/compare); RAM refitted to two encoders
-    # (MiniLM, MPNet: SICK-E fe, 1849.5 and 2758.9 MB; `fit_cost_model` on the two runs)
-    "fe": ModeCost(a=0.0, b=8.55011e-10, c=1611.8, d=1.0534e-05, runs=4),
+    # (pooled, for heads without an entry: the pair tasks' ESIM) time: sick_e_minilm_fe and
+    # sick_e_mpnet_fe, 2 epochs each (later epochs 25.6 and 30.7 s, the first 42.7 and 149.0 s);
+    # RAM through MiniLM's and MPNet's SICK-E fe peaks of 2026-11-28 (1849.5, 2758.9 MB)
+    "fe": ModeCost(
+        a=0.0,
+        b=0.0,
+        c=1611.8,
+        d=1.0534e-05,
+        first_a=0.0,
+        first_b=1.23843e-10,
+        e=5.34635e-09,
+        first_e=3.01806e-08,
+        k=0.000237263,
+        first_k=0.000237263,
+        runs=2,
+    ),
     # the growth bench: sst2_bert_fe at 1k, 4k, 16k and 67,349 sentences (the BCN: 21.0 M
     # trainable parameters)
     "fe/tune_bcn": ModeCost(
@@ -125,20 +177,28 @@ COST_MODEL: Dict[str, ModeCost] = {
     "fe/tune_tagger": ModeCost(
         a=0.0, b=4.60917e-10, c=890.0, d=5.19734e-05, runs=1, first_a=0.0, first_b=1.08621e-09
     ),
-    # the growth bench: sst2_bert_ft at 1k, 4k (twice), 16k and 67,349 sentences
-    # (time); RAM: c and d through MiniLM's and MPNet's SICK-E ft peaks (2106.8, 4615.4 MB),
-    # g as fitted on the growth bench
-    "ft": ModeCost(a=0.0, b=1.63793e-09, c=1416.1, d=2.90582e-05, g=0.00787388, runs=5),
+    # time: sick_e_minilm_ft (1 epoch, 54.5 s) and sick_e_mpnet_ft seeds 2 and 3 (380.1 and
+    # 365.7 s); RAM: c and d through MiniLM's and MPNet's SICK-E ft peaks (2106.8, 4615.4 MB),
+    # g as fitted on the growth bench (sst2_bert_ft at 1k, 4k, 16k and 67,349 sentences)
+    "ft": ModeCost(
+        a=0.0, b=3.83837e-10, c=1416.1, d=2.90582e-05, g=0.00787388, e=8.31595e-08, runs=3
+    ),
     # conll2003_bert_ft/seed_1
     "ft/tune_tagger": ModeCost(a=0.0, b=1.86579e-09, c=890.0, d=0.000114259, runs=1),
     # the growth bench at 1k, 4k, 16k and 67,349 sentences (3 epochs, the first frozen: their
     # mean)
     "sf": ModeCost(a=0.243967, b=1.28005e-09, c=890.0, d=6.74168e-05, g=0.0107354, runs=4),
-    # the growth bench at 1k, 4k, 16k and 67,349 sentences (lr 3e-3)
-    "bitfit": ModeCost(a=5.58552, b=8.47648e-10, c=890.0, d=3.51345e-05, g=0.00809187, runs=4),
-    # the growth bench at 1k, 4k, 16k and 67,349 sentences (r 8, query / value, lr 5e-4)
-    # (time); RAM: c and d through MiniLM's and MPNet's SICK-E LoRA peaks (1815.1, 3888.5 MB)
-    "lora": ModeCost(a=0.0, b=1.05158e-09, c=1233.3, d=2.40171e-05, g=0.00897627, runs=4),
+    # time: sick_e_minilm_bitfit and sick_e_mpnet_bitfit, 1 epoch each (35.5, 245.1 s); RAM:
+    # c and d through their peaks (1708.3, 3405.5 MB), g as fitted on the growth bench
+    "bitfit": ModeCost(
+        a=0.0, b=2.56173e-10, c=1228.8, d=1.96594e-05, g=0.00809187, e=5.1684e-08, runs=2
+    ),
+    # time: sick_e_minilm_lora and sick_e_mpnet_lora (r 8, query / value), 1 epoch each (37.9,
+    # 253.5 s); RAM: c and d through MiniLM's and MPNet's SICK-E LoRA peaks of 2026-11-28
+    # (1815.1, 3888.5 MB), g as fitted on the growth bench
+    "lora": ModeCost(
+        a=0.0, b=2.51377e-10, c=1233.3, d=2.40171e-05, g=0.00897627, e=6.38506e-08, runs=2
+    ),
 }
 
 

@@ -36,6 +36,17 @@ class EncoderSize:
             return None
         return float(self.num_layers * self.hidden_size**2)
 
+    @property
+    def linear_work_scale(self) -> Optional[float]:
+        """
+        L x H, the scale of the per-wordpiece work that grows with the width, not its square
+        (attention over the sequence, layer norms, activations, what a narrow encoder's small
+        matrix products lose to overhead): the cost model's second term (transformers only).
+        """
+        if self.family != "transformer":
+            return None
+        return float(self.num_layers * self.hidden_size)
+
 
 def _bert_layout_params(config) -> int:
     """

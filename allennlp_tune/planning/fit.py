@@ -15,9 +15,13 @@ the mean of the rest (if any) to `a` / `b`. Fit those on runs whose cache starte
 grid's first seed, or a cache folder of its own): a later seed of a grid finds the features
 stored, and its first epoch is a cached one.
 
-Least squares where the runs of a mode differ in `W * L * H^2` (or `P`) by more than
-`MIN_SPREAD`; otherwise only the slope can be told from them: `a = 0` (time proportional to the
-work) and `c = BASE_RSS_MB`, with `d` the mean of `(rss - c) / P`. `g` is fitted (least squares
+Time: where the runs of a mode have encoders of widths `H` that differ by more than
+`MIN_SPREAD`, `b` and `e` (the `W * L * H^2` and `W * L * H` terms) by non-negative least
+squares, with an intercept `a` where there are more runs than those two terms; otherwise one
+term, `W * L * H^2`, by least squares where the runs differ in it by more than `MIN_SPREAD`,
+else only its slope can be told: `a = 0` (time proportional to the work). Memory: least squares
+where the runs differ in `P` by more than `MIN_SPREAD`, else `c = BASE_RSS_MB`, with `d` the
+mean of `(rss - c) / P`. `g` is fitted (least squares
 beside `P`) where the runs differ in `N` by more than `MIN_SPREAD` and the slope is positive,
 else it is None (no per-instance term). Runs on a GPU (`cost.json`'s `peak_gpu_mb` set) are
 skipped: they say nothing about CPU time.
@@ -43,12 +47,14 @@ class CostPoint:
     run_dir: Path
     mode: str
     work: float  # W x L x H^2
+    linear_work: float  # W x L x H
     params: int
     epoch_seconds: Optional[float]
     peak_rss_mb: Optional[float]
     first_epoch_seconds: Optional[float] = None  # a cached fe run's first epoch
     head: Optional[str] = None  # the model's registered type
     instances: int = 0  # the train split's
+    wordpieces: int = 0  # W
 
 
 def _duration_seconds(text: Any) -> Optional[float]:
@@ -111,6 +117,8 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
         run_dir=run_dir,
         mode=mode,
         work=plan.data.wordpieces * encoder.work_scale,
+        linear_work=plan.data.wordpieces * encoder.linear_work_scale,
+        wordpieces=plan.data.wordpieces,
         params=int(encoder.params or 0),
         epoch_seconds=seconds,
         peak_rss_mb=rss,
@@ -131,6 +139,52 @@ def _line(xs: Sequence[float], ys: Sequence[float], base: float) -> Tuple[float,
         if slope > 0 and intercept >= 0:
             return intercept, slope
     return base, sum((y - base) / x for x, y in zip(xs, ys)) / len(xs)
+
+
+@dataclass
+class TimeFit:
+    """Seconds `a + b * work + e * linear_work + k * wordpieces` (`cost_model`'s terms)."""
+
+    a: float = 0.0
+    b: float = 0.0
+    e: Optional[float] = None
+    k: Optional[float] = None
+
+    def __add__(self, other: "TimeFit") -> "TimeFit":
+        def total(x: Optional[float], y: Optional[float]) -> Optional[float]:
+            return None if x is None and y is None else (x or 0.0) + (y or 0.0)
+
+        return TimeFit(
+            self.a + other.a, self.b + other.b, total(self.e, other.e), total(self.k, other.k)
+        )
+
+
+def _time_fit(
+    points: Sequence[CostPoint], seconds: Sequence[float], cached: bool = False
+) -> TimeFit:
+    """
+    The time terms of `seconds` over the runs `points` (module docstring): where the runs'
+    widths H spread, two terms through the origin by non-negative least squares, `b` and `e`
+    (the encoder's matrix products and its width-linear work) or, for `cached` epochs that run
+    no encoder, `k` and `e` (the head's work per wordpiece, and reading and mixing the L x H
+    features of each); else `_line` on `W * L * H^2` alone.
+    """
+    widths = [p.work / p.linear_work for p in points]
+    if len(seconds) >= 2 and _spread(widths) > MIN_SPREAD:
+        import numpy
+        from scipy.optimize import nnls
+
+        first = [p.wordpieces if cached else p.work for p in points]
+        columns = [first, [p.linear_work for p in points]]
+        # Each column scaled to at most 1, so that the solver sees comparable numbers.
+        scales = [max(column) for column in columns]
+        matrix = numpy.array([[v / s for v in col] for col, s in zip(columns, scales)]).T
+        solution, _ = nnls(matrix, numpy.array(seconds, dtype=float))
+        one, e = (float(value) / scale for value, scale in zip(solution, scales))
+        if one > 0 or e > 0:
+            return TimeFit(e=e, k=one) if cached else TimeFit(b=one, e=e)
+    a, b = _line([p.work for p in points], seconds, 0.0)
+    return TimeFit(a=a, b=b)
 
 
 def _spread(values: Sequence[float]) -> float:
@@ -192,27 +246,37 @@ def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
         timed = [p for p in runs if p.epoch_seconds and p.work > 0]
         sized = [p for p in runs if p.peak_rss_mb and p.params > 0]
         firsts = [p for p in runs if p.first_epoch_seconds and p.work > 0]
-        a = b = c = d = first_a = first_b = None
+        time = first = None
+        c = d = None
         if timed:
-            a, b = _line([p.work for p in timed], [p.epoch_seconds for p in timed], 0.0)
-        if firsts:
-            first_a, first_b = _line(
-                [p.work for p in firsts], [p.first_epoch_seconds for p in firsts], 0.0
-            )
+            cached = any(p.first_epoch_seconds is not None for p in timed)
+            time = _time_fit(timed, [p.epoch_seconds for p in timed], cached=cached)
+        both = [p for p in firsts if p.epoch_seconds]
+        if time is not None and time.k is not None and len(both) == len(firsts):
+            # The first epoch is a later one plus the encoder's pass over the data: fitted as
+            # that pass (first - later), the terms added.
+            passes = [p.first_epoch_seconds - p.epoch_seconds for p in both]
+            first = time + _time_fit(both, passes)
+        elif firsts:
+            first = _time_fit(firsts, [p.first_epoch_seconds for p in firsts])
         g = None
         if sized:
             c, d, g = _memory_fit(sized)
         fitted_on = ", ".join(sorted(f"{p.run_dir.parent.name}/{p.run_dir.name}" for p in runs))
         model[mode] = ModeCost(
-            a=a,
-            b=b,
+            a=time.a if time else None,
+            b=time.b if time else None,
             c=c,
             d=d,
             runs=len(runs),
             fitted_on=fitted_on,
-            first_a=first_a,
-            first_b=first_b,
+            first_a=first.a if first else None,
+            first_b=first.b if first else None,
             g=g,
+            e=time.e if time else None,
+            first_e=first.e if first else None,
+            k=time.k if time else None,
+            first_k=first.k if first else None,
         )
     return model
 
@@ -226,6 +290,14 @@ def format_cost_model(model: Mapping[str, ModeCost]) -> str:
             pairs += [("first_a", cost.first_a), ("first_b", cost.first_b)]
         if cost.g is not None:
             pairs += [("g", cost.g)]
+        if cost.e is not None:
+            pairs += [("e", cost.e)]
+        if cost.first_e is not None:
+            pairs += [("first_e", cost.first_e)]
+        if cost.k is not None:
+            pairs += [("k", cost.k)]
+        if cost.first_k is not None:
+            pairs += [("first_k", cost.first_k)]
         values = ", ".join(
             f"{key}={'None' if value is None else f'{value:.6g}'}" for key, value in pairs
         )

@@ -304,7 +304,8 @@ def _estimate_cost(
     mode_cost = cost_model[plan.cost_key] if plan.cost_key else None
     if mode_cost is None or plan.encoder is None:
         return
-    work = plan.encoder.work_scale
+    # Per wordpiece: L x H^2 and L x H, the cost model's two terms.
+    work, linear = plan.encoder.work_scale, plan.encoder.linear_work_scale
     if fraction is not None and plan.cost_key.split("/")[0] == "ft" and work is not None:
         cached = block_work_fraction(
             plan.mode, plan.encoder.num_layers, plan.cache_config is not None
@@ -313,7 +314,9 @@ def _estimate_cost(
         if plan.data is not None and cached is not None and cached != fraction:
             # The first epoch runs the frozen layers and stores their output; later ones read it.
             plan.first_epoch_seconds = mode_cost.epoch_seconds(
-                plan.data.wordpieces * work * fraction
+                plan.data.wordpieces * work * fraction,
+                plan.data.wordpieces * linear * fraction,
+                plan.data.wordpieces,
             )
             shares = f"x {fraction:.2f} (first epoch), x {cached:.2f} (later, from the cache)"
             fraction = cached
@@ -321,11 +324,11 @@ def _estimate_cost(
             f"{plan.mode}: time from ft's entry {shares}, the block's share of a fine-tuning "
             "epoch (`block_work_fraction`, not measured); RAM as ft's"
         )
-        work *= fraction
+        work, linear = work * fraction, linear * fraction
     if plan.data is not None and work is not None:
-        work = plan.data.wordpieces * work
-        plan.epoch_seconds = mode_cost.epoch_seconds(work)
-        first = mode_cost.first_epoch_seconds(work)
+        work, linear = plan.data.wordpieces * work, plan.data.wordpieces * linear
+        plan.epoch_seconds = mode_cost.epoch_seconds(work, linear, plan.data.wordpieces)
+        first = mode_cost.first_epoch_seconds(work, linear, plan.data.wordpieces)
         if first is not None and plan.cache_config is not None:
             plan.first_epoch_seconds = first
         elif first is not None:  # no cache: every epoch runs the encoder

@@ -108,7 +108,7 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
             details.append(f"{plan.stem}: OVER BUDGET: {plan.budget_error}")
     modes = sorted({plan.mode for plan in plans if plan.mode and plan.mode in COST_MODEL})
     footer = (
-        "Peak RAM and time per epoch: 2-core CPU cost model fitted on MiniLM runs "
+        "Peak RAM and time per epoch: 2-core CPU cost model fitted on MiniLM and MPNet runs "
         "(allennlp_tune/planning/cost_model.py; modes with measurements: "
         f'{", ".join(modes) or "none"}); n/a where no measurement exists. Time "calibrated": '
         "a few training batches of the cell timed on this machine, scaled to its counted "

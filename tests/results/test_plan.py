@@ -67,8 +67,8 @@ def test_the_estimate_is_the_formula_over_the_fixture_data(tmp_path):
     expected = 2 * (wordpieces + dev_wordpieces) * 5 * 16 + entries * ENTRY_OVERHEAD_BYTES
     assert cell.cache_bytes == expected
     assert cell.cache_directory == tmp_path / "cache"
-    # The cost model: time from the wordpieces and L x H^2, RAM from the parameters and the
-    # instances.
+    # The cost model: time from the wordpieces and L x H^2 (the BCN's entry has one width's
+    # term only), RAM from the parameters and the instances.
     # The BCN head has an entry of its own, which is preferred to the pooled "fe" one.
     assert cell.cost_key == "fe/tune_bcn"
     fe = COST_MODEL[cell.cost_key]
@@ -229,7 +229,8 @@ def write_encoder(folder: Path, layers: int, hidden: int) -> Path:
 
 
 def test_the_fit_recovers_known_coefficients(tmp_path):
-    a, b, c, d, g = 3.0, 2e-4, 500.0, 4e-3, 0.5
+    # Encoders of three widths: time through the origin in both terms (a = 0).
+    a, b, c, d, g, e = 3.0, 2e-4, 500.0, 4e-3, 0.5, 5e-3
     runs = []
     for index, (layers, hidden, max_instances) in enumerate(
         [(2, 16, 4), (4, 16, 12), (3, 32, 8), (2, 64, 12)]
@@ -240,11 +241,13 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
         config = render_config(SST2_FT, variables)
         cell = plan_cell(SST2_FT, variables)
         work = cell.data.wordpieces * layers * hidden**2
+        linear = cell.data.wordpieces * layers * hidden
         run_dir = tmp_path / "runs" / f"grid_{index}" / "sst2_bert_ft" / "seed_1"
         run_dir.mkdir(parents=True)
         (run_dir / "config.json").write_text(json.dumps(config))
         rss = c + d * size.params + g * cell.data.instances
-        cost = {"mean_epoch_seconds": a + b * work, "peak_rss_mb": rss, "peak_gpu_mb": None}
+        seconds = b * work + e * linear
+        cost = {"mean_epoch_seconds": seconds, "peak_rss_mb": rss, "peak_gpu_mb": None}
         (run_dir / "cost.json").write_text(json.dumps(cost))
         runs.append(run_dir)
     # A run without any measurement and a folder that is no run are skipped.
@@ -255,14 +258,15 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
     assert set(model) == {"ft"}
     fitted = model["ft"]
     assert fitted.runs == 4
-    assert (fitted.a, fitted.b) == (pytest.approx(a), pytest.approx(b))
+    assert (fitted.a, fitted.b, fitted.e) == (0.0, pytest.approx(b), pytest.approx(e))
     assert (fitted.c, fitted.d, fitted.g) == (pytest.approx(c), pytest.approx(d), pytest.approx(g))
     # One encoder and one data size: only the slope can be told; a = 0, c = BASE_RSS_MB, and
     # no per-instance term.
     single = fit_cost_model(runs[:1])["ft"]
     assert (single.a, single.c, single.g) == (0.0, BASE_RSS_MB, None)
     point = fit.cost_point(runs[0])
-    assert single.b == pytest.approx((a + b * point.work) / point.work)
+    assert single.e is None
+    assert single.b == pytest.approx((b * point.work + e * point.linear_work) / point.work)
     rss = c + d * point.params + g * point.instances
     assert single.d == pytest.approx((rss - BASE_RSS_MB) / point.params)
     # What it fits feeds the planner: RAM grows with the train split's instances.
@@ -275,6 +279,55 @@ def test_the_fit_recovers_known_coefficients(tmp_path):
     assert few.peak_rss_mb == pytest.approx(c + d * params + g * 3)
     assert "g=0.5" in fit.format_cost_model({"ft": fitted})
     assert "g=" not in fit.format_cost_model({"ft": single})
+
+
+def test_two_widths_tell_the_square_term_from_the_linear_one(tmp_path):
+    # The refit's case: one task, a narrow and a wide encoder, whose time per wordpiece grows
+    # less than H^2 does (MPNet against MiniLM: 4-5x, not 8x). Fitted on the two, the model
+    # prices a third width it never saw; W x L x H^2 alone, fitted on the same two, does not.
+    b, e = 2e-4, 3e-2
+    shapes = [(2, 16), (4, 32), (3, 64)]
+    runs = []
+    for index, (layers, hidden) in enumerate(shapes):
+        encoder = write_encoder(tmp_path / f"encoder_{index}", layers, hidden)
+        variables = ext_vars(model=encoder)
+        wordpieces = plan_cell(SST2_FT, variables).data.wordpieces
+        seconds = wordpieces * layers * (b * hidden**2 + e * hidden)
+        run_dir = tmp_path / "runs" / f"grid_{index}" / "sst2_bert_ft" / "seed_1"
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(render_config(SST2_FT, variables)))
+        (run_dir / "cost.json").write_text(json.dumps({"mean_epoch_seconds": seconds}))
+        runs.append((run_dir, variables, seconds))
+    fitted = fit_cost_model([run for run, _, _ in runs[:2]])["ft"]
+    assert (fitted.a, fitted.b, fitted.e) == (0.0, pytest.approx(b), pytest.approx(e))
+    assert "e=0.03" in fit.format_cost_model({"ft": fitted})
+    _, held_out, seconds = runs[2]
+    cell = plan_cell(SST2_FT, held_out, cost_model={"ft": fitted})
+    assert cell.epoch_seconds == pytest.approx(seconds)
+    # The square term alone through the same two runs: 10% or more off the third.
+    works = [fit.cost_point(run).work for run, _, _ in runs]
+    a1, b1 = fit._line(works[:2], [runs[0][2], runs[1][2]], 0.0)
+    assert abs((a1 + b1 * works[2]) / seconds - 1) > 0.1
+    # One width (two depths): the terms cannot be told apart, one term is fitted, e is None.
+    same_width = []
+    for index, layers in enumerate((2, 6)):
+        encoder = write_encoder(tmp_path / f"deep_{index}", layers, 32)
+        variables = ext_vars(model=encoder)
+        wordpieces = plan_cell(SST2_FT, variables).data.wordpieces
+        run_dir = tmp_path / "runs" / f"deep_{index}" / "sst2_bert_ft" / "seed_1"
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(render_config(SST2_FT, variables)))
+        cost = {"mean_epoch_seconds": wordpieces * layers * (b * 32**2 + e * 32)}
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+        same_width.append(run_dir)
+    one_term = fit_cost_model(same_width)["ft"]
+    assert one_term.e is None and one_term.b == pytest.approx(b + e / 32)
+    # Times that shrink with the width have no non-negative two-term fit but the linear term.
+    wide, narrow = runs[2][0], runs[0][0]
+    (wide / "cost.json").write_text(json.dumps({"mean_epoch_seconds": 1.0}))
+    (narrow / "cost.json").write_text(json.dumps({"mean_epoch_seconds": 50.0}))
+    shrinking = fit_cost_model([narrow, wide])["ft"]
+    assert shrinking.b == 0.0 and shrinking.e > 0
 
 
 def test_one_encoder_at_several_data_sizes_fits_memory_per_instance(tmp_path):
@@ -323,27 +376,34 @@ def write_fe_run(folder: Path, variables, epoch_seconds, config: Path = SST2_FE)
 
 
 def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, capsys):
-    first_a, first_b, a, b = 20.0, 9e-4, 2.0, 1e-4
+    # A later epoch reads the cache: the head's work per wordpiece (k) and the L x H features
+    # of each (e), no encoder. The first is a later one plus the encoder's pass (b, e).
+    k, e, pass_b, pass_e = 2e-3, 4e-4, 9e-4, 3e-3
     runs = []
     for index, (layers, hidden) in enumerate([(2, 16), (4, 32), (3, 64)]):
         encoder = write_encoder(tmp_path / f"encoder_{index}", layers, hidden)
         variables = ext_vars(model=encoder)
-        work = plan_cell(SST2_FE, variables).data.wordpieces * layers * hidden**2
-        later = a + b * work
+        wordpieces = plan_cell(SST2_FE, variables).data.wordpieces
+        work, linear = wordpieces * layers * hidden**2, wordpieces * layers * hidden
+        later = k * wordpieces + e * linear
         # The later epochs vary around their line; their mean is on it.
-        epochs = [first_a + first_b * work, later - 0.5, later + 0.5]
+        epochs = [later + pass_b * work + pass_e * linear, later - 0.5, later + 0.5]
         runs.append(write_fe_run(tmp_path / f"grid_{index}", variables, epochs))
     fitted = fit_cost_model(runs)["fe"]
-    assert (fitted.first_a, fitted.first_b) == (pytest.approx(first_a), pytest.approx(first_b))
-    assert (fitted.a, fitted.b) == (pytest.approx(a), pytest.approx(b))
-    assert "first_a=20, first_b=0.0009" in fit.format_cost_model({"fe": fitted})
+    assert (fitted.a, fitted.b) == (0.0, 0.0)
+    assert (fitted.k, fitted.e) == (pytest.approx(k), pytest.approx(e))
+    assert (fitted.first_a, fitted.first_k) == (0.0, pytest.approx(k))
+    assert (fitted.first_b, fitted.first_e) == (pytest.approx(pass_b), pytest.approx(e + pass_e))
+    assert "k=0.002, first_k=0.002" in fit.format_cost_model({"fe": fitted})
 
     # Planned: the first epoch apart, the later ones, and the whole run at most.
     model = {"fe": fitted}
-    work = plan_cell(SST2_FE, ext_vars()).data.wordpieces * 4 * 16**2
+    wordpieces = plan_cell(SST2_FE, ext_vars()).data.wordpieces
+    work, linear = wordpieces * 4 * 16**2, wordpieces * 4 * 16
     cell = plan_cell(SST2_FE, ext_vars(TUNE_EPOCHS="3"), cost_model=model)
-    assert cell.first_epoch_seconds == pytest.approx(first_a + first_b * work)
-    assert cell.epoch_seconds == pytest.approx(a + b * work)
+    later = k * wordpieces + e * linear
+    assert cell.first_epoch_seconds == pytest.approx(later + pass_b * work + pass_e * linear)
+    assert cell.epoch_seconds == pytest.approx(later)
     assert cell.epochs == 3
     total = planned_run_seconds(cell)
     assert total == pytest.approx(cell.first_epoch_seconds + 2 * cell.epoch_seconds)
@@ -357,18 +417,19 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
         SST2_FE, ext_vars(TUNE_EPOCHS="3", TUNE_FEATURE_CACHE="false"), cost_model=model
     )
     assert uncached.first_epoch_seconds is None
-    assert uncached.epoch_seconds == pytest.approx(first_a + first_b * work)
+    assert uncached.epoch_seconds == pytest.approx(cell.first_epoch_seconds)
     assert planned_run_seconds(uncached) == pytest.approx(3 * uncached.epoch_seconds)
 
-    # One head in the runs: one pooled entry. A second head (the CoNLL-2003 tagger, whose
-    # cached epoch costs 4x less per unit of work here) adds an entry per head, which the
-    # planner prefers; a head the table has not seen gets the pooled entry.
+    # One head in the runs: one pooled entry. A second head (the CoNLL-2003 tagger, one run of
+    # one width) adds an entry per head, which the planner prefers; a head the table has not
+    # seen gets the pooled entry.
     assert set(fit_cost_model(runs)) == {"fe"} and cell.cost_key == "fe"
     conll_work = plan_cell(CONLL_FE, ext_vars()).data.wordpieces * 4 * 16**2
+    per_work = 2.5e-5
     tagger_run = write_fe_run(
         tmp_path / "tagger",
         ext_vars(),
-        [first_a + first_b * conll_work] + [b * conll_work / 4] * 2,
+        [3 * per_work * conll_work] + [per_work * conll_work] * 2,
         config=CONLL_FE,
     )
     model = fit_cost_model(runs + [tagger_run])
@@ -377,8 +438,14 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
         fitted, fitted_on=model["fe/tune_bcn"].fitted_on
     )
     assert model["fe"].runs == 4 and model["fe/tune_tagger"].runs == 1
-    # One run: through the origin, its own cost per unit of work.
-    assert (model["fe/tune_tagger"].a, model["fe/tune_tagger"].b) == (0.0, pytest.approx(b / 4))
+    # One run: through the origin, its own cost per unit of work, no width terms.
+    tagger_cost = model["fe/tune_tagger"]
+    assert (tagger_cost.a, tagger_cost.b) == (0.0, pytest.approx(per_work))
+    assert (tagger_cost.first_b, tagger_cost.e, tagger_cost.k) == (
+        pytest.approx(3 * per_work),
+        None,
+        None,
+    )
     tagger = plan_cell(CONLL_FE, ext_vars(), cost_model=model)
     assert tagger.cost_key == "fe/tune_tagger"
     assert tagger.epoch_seconds == pytest.approx(model["fe/tune_tagger"].epoch_seconds(conll_work))
@@ -537,12 +604,14 @@ def test_a_block_mode_is_priced_from_ft_by_its_share_of_the_work(tmp_path, mode,
     for cache in ("true", "false"):
         block = plan_cell(config, ext_vars(TUNE_FEATURE_CACHE=cache), cache_directory=tmp_path)
         assert block.mode == mode and block.cost_key == ft.cost_key
-        work = block.data.wordpieces * 4 * 16**2
+        # ft's two terms, W x L x H^2 and W x L x H, both scaled by the block's share.
+        wordpieces = block.data.wordpieces
+        work = cost.b * wordpieces * 4 * 16**2 + (cost.e or 0.0) * wordpieces * 4 * 16
         later = cached if cache == "true" and cached is not None else layers
-        assert block.epoch_seconds == pytest.approx(cost.a + cost.b * work * later)
+        assert block.epoch_seconds == pytest.approx(cost.a + work * later)
         assert block.epoch_seconds <= ft.epoch_seconds
         if later != layers:  # the first epoch runs the frozen layers and stores their output
-            assert block.first_epoch_seconds == pytest.approx(cost.a + cost.b * work * layers)
+            assert block.first_epoch_seconds == pytest.approx(cost.a + work * layers)
             assert block.cache_layers == 1 and block.cache_bytes > 0
             assert " x 1 layer x 16 + " in render.render_plan([block])
         else:
