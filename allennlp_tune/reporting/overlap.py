@@ -85,8 +85,19 @@ _RELATED: Dict[str, Dict[str, str]] = {
         "multinli": "MultiNLI: NLI training on other data, the same three labels",
         "allnli": "AllNLI (SNLI + MultiNLI): NLI training on other data, the same labels",
     },
+    "sick_r": {
+        "snli": "SNLI: NLI on other pairs (SICK-R scores the relatedness of SICK-E's pairs)",
+        "multinli": "MultiNLI: NLI on other pairs (SICK-R scores SICK-E's pairs)",
+        "allnli": "AllNLI (SNLI + MultiNLI): NLI on other pairs (SICK-R scores SICK-E's pairs)",
+    },
     "sts_b": {"glue": "GLUE, task not named (STS-B is one of its tasks)"},
-    "mrpc": {"glue": "GLUE, task not named (MRPC is one of its tasks)"},
+    "mrpc": {
+        "glue": "GLUE, task not named (MRPC is one of its tasks)",
+        "qqp": "Quora Question Pairs: paraphrase (duplicate question) pairs, MRPC's kind of task",
+        "quora": "Quora Question Pairs: paraphrase (duplicate question) pairs, MRPC's kind of task",
+        "quoraduplicates": "Quora Question Pairs: paraphrase pairs, MRPC's kind of task",
+        "quoraquestionpairs": "Quora Question Pairs: paraphrase pairs, MRPC's kind of task",
+    },
     "qqp": {"glue": "GLUE, task not named (QQP is one of its tasks)"},
     "cola": {"glue": "GLUE, task not named (CoLA is one of its tasks)"},
     "sst2": {

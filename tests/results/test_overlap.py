@@ -53,7 +53,13 @@ def test_the_real_minilm_card():
     related = find_overlaps("sick_e", datasets)
     assert {o.dataset for o in related} == {"snli", "multi_nli"}
     assert all(o.kind == RELATED for o in related)
-    assert overlaps("sick_r", datasets, related=True) == []
+    # SICK-R (SICK-E's pairs, scored) is NLI-related too; MRPC is paraphrase-related (QQP);
+    # STS-B, SST-2, CoNLL-2003 and CoLA have nothing on the card.
+    assert {o.dataset for o in find_overlaps("sick_r", datasets)} == {"snli", "multi_nli"}
+    [qqp] = find_overlaps("mrpc", datasets)
+    assert (qqp.dataset, qqp.kind) == ("embedding-data/QQP", RELATED)
+    for task in ("sts_b", "sst2", "conll2003", "cola"):
+        assert find_overlaps(task, datasets) == [], task
     assert any("SNLI" in line for line in overlaps("mnli", datasets, related=True))
 
 
@@ -73,9 +79,10 @@ def test_a_synthetic_card(tmp_path):
     assert "SICK" in overlaps("sick_e", datasets)[0] and "SICK" in overlaps("sick_r", datasets)[0]
     for task in ("sst2", "qqp", "conll2003"):
         assert len(overlaps(task, datasets)) == 1, task
-    # GLUE without a task name is only related; MRPC has nothing else here.
+    # GLUE without a task name is only related; so are Quora's paraphrase pairs for MRPC.
     assert overlaps("mrpc", datasets) == []
-    assert [o.kind for o in find_overlaps("mrpc", datasets)] == [RELATED]
+    related = find_overlaps("mrpc", datasets)
+    assert [(o.dataset, o.kind) for o in related] == [("glue", RELATED), ("quora", RELATED)]
     # A direct match is not repeated as related (MNLI: multi_nli direct, glue related).
     kinds = [(o.dataset, o.kind) for o in find_overlaps("mnli", datasets)]
     assert kinds == [("nyu-mll/multi_nli", DIRECT), ("glue", RELATED)]
@@ -145,8 +152,10 @@ def test_recorded_cards_of_the_sentence_transformers_encoders(tmp_path):
             "direct: the encoder's model card lists multi_nli (MultiNLI)"
         ]
         assert "embedding-data/QQP" in overlaps("qqp", card.datasets)[0]
-        assert {o.dataset for o in find_overlaps("sick_e", card.datasets)} == {"snli", "multi_nli"}
-        for task in ("sick_r", "sts_b", "mrpc", "sst2"):
+        for task in ("sick_e", "sick_r"):
+            assert {o.dataset for o in find_overlaps(task, card.datasets)} == {"snli", "multi_nli"}
+        assert [o.dataset for o in find_overlaps("mrpc", card.datasets)] == ["embedding-data/QQP"]
+        for task in ("sts_b", "sst2"):
             assert find_overlaps(task, card.datasets) == [], task
     # A folder's own README.md wins over the recorded card.
     write_card(bare, "datasets:\n- SICK\n")
