@@ -266,19 +266,23 @@ decision() {
 }
 
 # The MPNet stage's recipes, not searched for MPNet: fe at MiniLM's searched SICK-E and MRPC fe
-# recipe (section 10: the same trial won both), ft at BERT-base's 2e-5 x 3 epochs (a 110 M encoder;
-# MiniLM's 1e-4 x 5 of section 7 is a small model's), LoRA at its config's 1.5e-3 x 5.
+# recipe (section 10: the same trial won both), ft at ft's choice in every MiniLM `--budget`
+# search (3.5e-5 x 5, sections 10 and 18; BERT-base's 2e-5 x 3 left it rising at its last epoch
+# on SICK-E, section 15, in runs/real/mpnet/sick_e_ft), LoRA at its config's 1.5e-3 x 5. Each
+# mode's folder is named by its recipe where one was changed, so that a rerun never meets runs
+# of another recipe (tune-compare would refuse them as changed).
 declare -A MPNET_RECIPES=(
   [fe]="--ext-var TUNE_LR=4e-4 --ext-var TUNE_DROPOUT=0.07 --ext-var TUNE_PATIENCE=1"
-  [ft]="--ext-var TUNE_LR=2e-5 --ext-var TUNE_EPOCHS=3"
+  [ft]="--ext-var TUNE_LR=3.5e-5 --ext-var TUNE_EPOCHS=5"
   [lora]=""
 )
+declare -A MPNET_FOLDERS=([fe]=fe [ft]=ft_3.5e-5x5 [lora]=lora)
 
 mpnet() {
   # RESULTS section 15 and on: MPNet (fetched and checked by tune-data fetch mpnet) seed by seed
   # over the modes, so a stopped stage leaves paired seeds; one folder per mode (its recipe), then
   # one report over them. A finished run is skipped, so the stage resumes where it stopped.
-  local encoder task seed mode
+  local encoder task seed mode folders
   # shellcheck disable=SC2086
   encoder=$($BIN/allennlp tune-data fetch mpnet ${MPNET_MODELS_DIR:+--models-dir "$MPNET_MODELS_DIR"})
   for task in ${MPNET_TASKS:-sick_e mrpc}; do
@@ -286,11 +290,15 @@ mpnet() {
       for mode in ${MPNET_MODES:-fe ft lora}; do
         # shellcheck disable=SC2086
         $BIN/allennlp tune-compare "$task" --encoder "$encoder" --encoder-label mpnet --modes "$mode" \
-          --seeds "$seed" --results-dir "$RUNS/mpnet/${task}_$mode" --no-progress \
-          ${MPNET_RECIPES[$mode]}
+          --seeds "$seed" --results-dir "$RUNS/mpnet/${task}_${MPNET_FOLDERS[$mode]:-$mode}" --no-progress \
+          ${MPNET_RECIPES[$mode]:-}
       done
     done
-    $BIN/allennlp tune-report "$RUNS"/mpnet/"${task}"_* --margin 1
+    folders=()
+    for mode in fe ft lora; do
+      [ -d "$RUNS/mpnet/${task}_${MPNET_FOLDERS[$mode]:-$mode}" ] && folders+=("$RUNS/mpnet/${task}_${MPNET_FOLDERS[$mode]:-$mode}")
+    done
+    $BIN/allennlp tune-report "${folders[@]}" --margin 1
   done
 }
 
