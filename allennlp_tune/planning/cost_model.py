@@ -9,15 +9,15 @@ the encoder's parameters and `N` the train split's instances:
     seconds per epoch ~ a + b * W * L * H^2 + e * W * L * H (+ k * W, cached fe epochs)
     peak RSS (MB)     ~ c + d * P + g * N
 
-The second time term, `e`, is the work that grows with the width rather than its square
-(attention over the sequence, layer norms, activations, the overhead that makes a narrow
-encoder's small matrix products slower per FLOP): with `b` alone, a 12 x 768 encoder costs 8x a
-6 x 384 one per wordpiece, where MPNet's SICK-E epochs cost 4-5x MiniLM's (bench/README.md,
-"MPNet"). Runs of two or more widths tell `b` from `e`; an entry fitted on one width has `e`
-None, and extrapolates to other widths by `H^2`. A cached fe epoch after the first runs no
-encoder: its cost is the head's, `k` per wordpiece, and reading and mixing each wordpiece's
-L x H features, `e` (with `b` = 0); its first epoch is such an epoch plus the encoder's pass,
-so its `first_k` is `k` and its `first_b`, `first_e` add the pass's terms.
+The second time term, `e`, is the work that grows with the width rather than its square (attention
+over the sequence, layer norms, activations, the overhead that makes a narrow encoder's small matrix
+products slower per FLOP): with `b` alone, a 12 x 768 encoder costs 8x a 6 x 384 one per wordpiece,
+where MPNet's SICK-E ft, LoRA and BitFit epochs cost about 7x MiniLM's (bench/README.md, "MPNet").
+Runs of two or more widths tell `b` from `e`; an entry fitted on one width has `e` None, and
+extrapolates to other widths by `H^2`. A cached fe epoch after the first runs no encoder: its cost
+is the head's, `k` per wordpiece, and reading and mixing each wordpiece's L x H features, `e` (with
+`b` = 0); its first epoch is such an epoch plus the encoder's pass, so its `first_k` is `k` and its
+`first_b`, `first_e` add the pass's terms.
 
 The per-instance term `g` is there because the loaded dataset grows the process
 (bench/README.md). For a cached `fe` run the first epoch is apart, `first_a + first_b * W * L *
@@ -98,8 +98,7 @@ class ModeCost:
         """
         if self.b is None or work is None:
             return None
-        extra = (self.e or 0.0) * (linear_work or 0.0) + (self.k or 0.0) * (wordpieces or 0.0)
-        return (self.a or 0.0) + self.b * work + extra
+        return _seconds(self.a, self.b, self.e, self.k, work, linear_work, wordpieces)
 
     def first_epoch_seconds(
         self,
@@ -110,9 +109,8 @@ class ModeCost:
         """Seconds of a cached fe run's first epoch, None for an entry without one."""
         if self.first_b is None or work is None:
             return None
-        extra = (self.first_e or 0.0) * (linear_work or 0.0)
-        extra += (self.first_k or 0.0) * (wordpieces or 0.0)
-        return (self.first_a or 0.0) + self.first_b * work + extra
+        terms = (self.first_a, self.first_b, self.first_e, self.first_k)
+        return _seconds(*terms, work, linear_work, wordpieces)
 
     def peak_rss_mb(
         self, params: Optional[int], instances: Optional[int] = None
@@ -122,6 +120,20 @@ class ModeCost:
             return None
         per_instance = (self.g or 0.0) * instances if instances is not None else 0.0
         return (self.c or 0.0) + self.d * params + per_instance
+
+
+def _seconds(
+    a: Optional[float],
+    b: float,
+    e: Optional[float],
+    k: Optional[float],
+    work: float,
+    linear_work: Optional[float],
+    wordpieces: Optional[float],
+) -> float:
+    """`a + b * work + e * linear_work + k * wordpieces`, a missing term counting 0."""
+    extra = (e or 0.0) * (linear_work or 0.0) + (k or 0.0) * (wordpieces or 0.0)
+    return (a or 0.0) + b * work + extra
 
 
 # Fitted with `fit.fit_cost_model` on this machine (2 CPU cores, no GPU) to MiniLM

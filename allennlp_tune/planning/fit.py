@@ -15,16 +15,16 @@ the mean of the rest (if any) to `a` / `b`. Fit those on runs whose cache starte
 grid's first seed, or a cache folder of its own): a later seed of a grid finds the features
 stored, and its first epoch is a cached one.
 
-Time: where the runs of a mode have encoders of widths `H` that differ by more than
-`MIN_SPREAD`, `b` and `e` (the `W * L * H^2` and `W * L * H` terms) by non-negative least
-squares, with an intercept `a` where there are more runs than those two terms; otherwise one
-term, `W * L * H^2`, by least squares where the runs differ in it by more than `MIN_SPREAD`,
-else only its slope can be told: `a = 0` (time proportional to the work). Memory: least squares
-where the runs differ in `P` by more than `MIN_SPREAD`, else `c = BASE_RSS_MB`, with `d` the
-mean of `(rss - c) / P`. `g` is fitted (least squares
-beside `P`) where the runs differ in `N` by more than `MIN_SPREAD` and the slope is positive,
-else it is None (no per-instance term). Runs on a GPU (`cost.json`'s `peak_gpu_mb` set) are
-skipped: they say nothing about CPU time.
+Time: where the runs of a mode have encoders of widths `H` that differ by more than `MIN_SPREAD`,
+two terms through the origin (`a = 0`) by non-negative least squares: `b` and `e` (the `W * L * H^2`
+and `W * L * H` terms), or for a cached fe run's later epochs `k` and `e` (per wordpiece, and `W * L
+* H`), its first epoch then fitted as the encoder's pass (first minus later, `b` and `e`) added to
+them; otherwise one term, `W * L * H^2`, by least squares where the runs differ in it by more than
+`MIN_SPREAD`, else only its slope can be told: `a = 0` (time proportional to the work). Memory:
+least squares where the runs differ in `P` by more than `MIN_SPREAD`, else `c = BASE_RSS_MB`, with
+`d` the mean of `(rss - c) / P`. `g` is fitted (least squares beside `P`) where the runs differ in
+`N` by more than `MIN_SPREAD` and the slope is positive, else it is None (no per-instance term).
+Runs on a GPU (`cost.json`'s `peak_gpu_mb` set) are skipped: they say nothing about CPU time.
 """
 
 import re
@@ -288,16 +288,9 @@ def format_cost_model(model: Mapping[str, ModeCost]) -> str:
         pairs = [("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d)]
         if cost.first_b is not None:
             pairs += [("first_a", cost.first_a), ("first_b", cost.first_b)]
-        if cost.g is not None:
-            pairs += [("g", cost.g)]
-        if cost.e is not None:
-            pairs += [("e", cost.e)]
-        if cost.first_e is not None:
-            pairs += [("first_e", cost.first_e)]
-        if cost.k is not None:
-            pairs += [("k", cost.k)]
-        if cost.first_k is not None:
-            pairs += [("first_k", cost.first_k)]
+        for key in ("g", "e", "first_e", "k", "first_k"):  # the terms some entries lack
+            if getattr(cost, key) is not None:
+                pairs += [(key, getattr(cost, key))]
         values = ", ".join(
             f"{key}={'None' if value is None else f'{value:.6g}'}" for key, value in pairs
         )
