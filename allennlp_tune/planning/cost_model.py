@@ -7,7 +7,7 @@ Per mode, with `W` the train split's wordpieces, `L` x `H`^2 the encoder's FLOP 
 the encoder's parameters and `N` the train split's instances:
 
     seconds per epoch ~ a + b * W * L * H^2 + e * W * L * H (+ k * W, cached fe epochs)
-    peak RSS (MB)     ~ c + d * P + g * N
+    peak RSS (MB)     ~ c + d * P + g * N + s * B * T * L * H
 
 The second time term, `e`, is the work that grows with the width rather than its square (attention
 over the sequence, layer norms, activations, the overhead that makes a narrow encoder's small matrix
@@ -20,9 +20,15 @@ is the head's, `k` per wordpiece, and reading and mixing each wordpiece's L x H 
 `first_b`, `first_e` add the pass's terms.
 
 The per-instance term `g` is there because the loaded dataset grows the process
-(bench/README.md). For a cached `fe` run the first epoch is apart, `first_a + first_b * W * L *
-H^2 + first_e * W * L * H`, with `a`, `b` and `e` then the epochs after it: the first epoch runs
-the encoder and stores the features, the later ones only read them.
+(bench/README.md). The last memory term is the longest batch's activations: `B` the batch size
+and `T` the most wordpieces one train instance puts through the encoder (`DataCount.longest`),
+so `B * T` wordpieces, each with L x H features kept for the backward pass (and, in fe, the
+features the head reads). Without it, MRPC's runs (pairs twice SICK-E's length) peaked 16-34%
+above the plan (bench/README.md, "Peak RAM and sequence length").
+
+For a cached `fe` run the first epoch is apart, `first_a + first_b * W * L * H^2 + first_e * W *
+L * H`, with `a`, `b` and `e` then the epochs after it: the first epoch runs the encoder and
+stores the features, the later ones only read them.
 
 A key is a mode (`"fe"`) or a mode and a task head (`"fe/tune_bcn"`, the model's registered
 type); the planner prefers the head's entry, because a cached fe epoch is mostly the head's
@@ -53,7 +59,8 @@ class ModeCost:
         Seconds per epoch `a + b * W * L * H^2 (+ e * W * L * H)`; for a cached fe entry, the
         epochs after the first. `b` None: no time estimate.
     c, d : `Optional[float]`
-        Peak RSS MB `c + d * P` (plus `g * N`). `d` None: no memory estimate.
+        Peak RSS MB `c + d * P` (plus `g * N` and `s * B * T * L * H`). `d` None: no memory
+        estimate.
     runs : `int`
         How many runs the entry was fitted on.
     fitted_on : `str`
@@ -69,6 +76,9 @@ class ModeCost:
     k, first_k : `Optional[float]`
         Seconds per wordpiece of a cached fe run's epochs (later; first), the head's work;
         None for other entries.
+    s : `Optional[float]`
+        Peak RSS MB per unit of the longest batch's activations, `B * T * L * H` (module
+        docstring); None where the runs did not tell it (all of one length).
     """
 
     a: Optional[float]
@@ -84,6 +94,7 @@ class ModeCost:
     first_e: Optional[float] = None
     k: Optional[float] = None
     first_k: Optional[float] = None
+    s: Optional[float] = None
 
     def epoch_seconds(
         self,
@@ -113,13 +124,18 @@ class ModeCost:
         return _seconds(*terms, work, linear_work, wordpieces)
 
     def peak_rss_mb(
-        self, params: Optional[int], instances: Optional[int] = None
+        self,
+        params: Optional[int],
+        instances: Optional[int] = None,
+        activations: Optional[float] = None,
     ) -> Optional[float]:
-        """Peak RSS in MB of a run of an encoder of `params` parameters on `instances`."""
+        """Peak RSS in MB of a run of an encoder of `params` parameters on `instances`, whose
+        longest batch has `activations` = B x T x L x H."""
         if self.d is None or params is None:
             return None
         per_instance = (self.g or 0.0) * instances if instances is not None else 0.0
-        return (self.c or 0.0) + self.d * params + per_instance
+        longest = (self.s or 0.0) * activations if activations is not None else 0.0
+        return (self.c or 0.0) + self.d * params + per_instance + longest
 
 
 def _seconds(
@@ -147,7 +163,11 @@ def _seconds(
 # `fit_cost_model` over runs/refit/{minilm,mpnet}{,_fe}/sick_e_*/seed_1 (fe 2 epochs, lora and
 # bitfit 1) and MPNet's ft runs of docs/RESULTS.md section 15 (3.5e-5 x 5, seeds 2 and 3).
 # The W x L x H^2 term alone, fitted on MiniLM, had put MPNet's epochs at 3-20 times what they
-# took. "sf" and the head entries below keep MiniLM's times alone.
+# took. "sf" and the head entries below keep MiniLM's times alone. The same four entries' memory
+# terms (c, d and the longest batch's s; g as given) were then fitted to both encoders' peaks on
+# SICK-E and MRPC, whose pairs are twice as long (`fit_cost_model(runs, per_instance={mode: g})`
+# over runs/refit/*/{sick_e,mrpc}_*/seed_1 and the full-recipe runs of RESULTS 15, each seed a
+# point; bench/README.md "Peak RAM and sequence length").
 # - "sf" and "fe/tune_bcn", and the g of "ft", "bitfit" and "lora": the growth bench
 #   (bench/bench_growth.py, bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and
 #   all 67,349 SST-2 sentences, each alone on the idle machine, with its own feature cache
@@ -159,12 +179,13 @@ def _seconds(
 COST_MODEL: Dict[str, ModeCost] = {
     # (pooled, for heads without an entry: the pair tasks' ESIM) time: sick_e_minilm_fe and
     # sick_e_mpnet_fe, 2 epochs each (later epochs 25.6 and 30.7 s, the first 42.7 and 149.0 s);
-    # RAM through MiniLM's and MPNet's SICK-E fe peaks of 2026-11-28 (1849.5, 2758.9 MB)
+    # RAM: c, d and s through both encoders' fe peaks on SICK-E and MRPC (10 runs, below)
     "fe": ModeCost(
         a=0.0,
         b=0.0,
-        c=1611.8,
-        d=1.0534e-05,
+        c=1682.43,
+        d=5.43269e-06,
+        s=3.98392e-05,
         first_a=0.0,
         first_b=1.23843e-10,
         e=5.34635e-09,
@@ -190,10 +211,17 @@ COST_MODEL: Dict[str, ModeCost] = {
         a=0.0, b=4.60917e-10, c=890.0, d=5.19734e-05, runs=1, first_a=0.0, first_b=1.08621e-09
     ),
     # time: sick_e_minilm_ft (1 epoch, 54.5 s) and sick_e_mpnet_ft seeds 2 and 3 (380.1 and
-    # 365.7 s); RAM: c and d through MiniLM's and MPNet's SICK-E ft peaks (2106.8, 4615.4 MB),
+    # 365.7 s); RAM: c, d and s through both encoders' ft peaks on SICK-E and MRPC (9 runs),
     # g as fitted on the growth bench (sst2_bert_ft at 1k, 4k, 16k and 67,349 sentences)
     "ft": ModeCost(
-        a=0.0, b=3.83837e-10, c=1416.1, d=2.90582e-05, g=0.00787388, e=8.31595e-08, runs=3
+        a=0.0,
+        b=3.83837e-10,
+        c=1240.86,
+        d=6.29186e-06,
+        g=0.00787388,
+        e=8.31595e-08,
+        s=0.000182882,
+        runs=3,
     ),
     # conll2003_bert_ft/seed_1
     "ft/tune_tagger": ModeCost(a=0.0, b=1.86579e-09, c=890.0, d=0.000114259, runs=1),
@@ -201,15 +229,17 @@ COST_MODEL: Dict[str, ModeCost] = {
     # mean)
     "sf": ModeCost(a=0.243967, b=1.28005e-09, c=890.0, d=6.74168e-05, g=0.0107354, runs=4),
     # time: sick_e_minilm_bitfit and sick_e_mpnet_bitfit, 1 epoch each (35.5, 245.1 s); RAM:
-    # c and d through their peaks (1708.3, 3405.5 MB), g as fitted on the growth bench
+    # c, d and s through their peaks and MiniLM's MRPC BitFit peak (1708.3, 3405.5, 2422.9 MB;
+    # d comes out 0: two encoders, whose P and L x H grow together), g as fitted on the growth
+    # bench
     "bitfit": ModeCost(
-        a=0.0, b=2.56173e-10, c=1228.8, d=1.96594e-05, g=0.00809187, e=5.1684e-08, runs=2
+        a=0.0, b=2.56173e-10, c=1248.47, d=0.0, g=0.00809187, e=5.1684e-08, s=0.000131014, runs=2
     ),
     # time: sick_e_minilm_lora and sick_e_mpnet_lora (r 8, query / value), 1 epoch each (37.9,
-    # 253.5 s); RAM: c and d through MiniLM's and MPNet's SICK-E LoRA peaks of 2026-11-28
-    # (1815.1, 3888.5 MB), g as fitted on the growth bench
+    # 253.5 s); RAM: c, d and s through both encoders' LoRA peaks on SICK-E and MRPC (7 runs; d
+    # comes out 0, as BitFit's), g as fitted on the growth bench
     "lora": ModeCost(
-        a=0.0, b=2.51377e-10, c=1233.3, d=2.40171e-05, g=0.00897627, e=6.38506e-08, runs=2
+        a=0.0, b=2.51377e-10, c=912.484, d=0.0, g=0.00897627, e=6.38506e-08, s=0.000202879, runs=2
     ),
 }
 

@@ -4,7 +4,8 @@ Counting a config's data as its encoder will see it, without indexing or embeddi
 `count_wordpieces` reads a split lazily with the config's own `dataset_reader` (so
 `max_instances`, pair encoding and the task's filters are honoured) and counts instances, the
 sequences the encoder sees (text fields with a transformer or ELMo indexer: one feature-cache
-entry each) and their wordpieces:
+entry each), their wordpieces, and the most wordpieces one instance puts through the encoder
+(its sequences' sum: the planner's memory term, the longest batch's activations):
 
 - a `pretrained_transformer` field's tokens are its wordpieces (special tokens included);
 - a `pretrained_transformer_mismatched` field (the tagger) is split into wordpieces by its
@@ -29,13 +30,15 @@ from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 class DataCount:
     """
     One split as the encoder sees it: its instances, the encoder's sequences in them (one
-    feature-cache entry each), their wordpieces (ELMo: words), and the seconds the count took.
+    feature-cache entry each), their wordpieces (ELMo: words), the most wordpieces of one
+    instance (`longest`), and the seconds the count took.
     """
 
     instances: int = 0
     sequences: int = 0
     wordpieces: int = 0
     seconds: float = 0.0
+    longest: int = 0
 
 
 def _field_wordpieces(text_field) -> Optional[Tuple[str, int]]:
@@ -78,22 +81,24 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
     count = DataCount()
     started = time.monotonic()
 
-    def visit(value) -> None:
+    def visit(value) -> int:
+        """The wordpieces of the encoder's sequences in `value`, counted into `count`."""
         if isinstance(value, TextField):
             found = _field_wordpieces(value)
             if found is not None:
                 count.sequences += 1
                 count.wordpieces += found[1]
+                return found[1]
         elif isinstance(value, ListField):
-            for inner in value.field_list:
-                visit(inner)
+            return sum(visit(inner) for inner in value.field_list)
+        return 0
 
     with quiet:
         for instance in reader.read(data_path):
             reader.apply_token_indexers(instance)
             count.instances += 1
-            for value in instance.fields.values():
-                visit(value)
+            wordpieces = sum(visit(value) for value in instance.fields.values())
+            count.longest = max(count.longest, wordpieces)
     count.seconds = time.monotonic() - started
     return count
 

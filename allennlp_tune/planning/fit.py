@@ -24,6 +24,11 @@ them; otherwise one term, `W * L * H^2`, by least squares where the runs differ 
 least squares where the runs differ in `P` by more than `MIN_SPREAD`, else `c = BASE_RSS_MB`, with
 `d` the mean of `(rss - c) / P`. `g` is fitted (least squares beside `P`) where the runs differ in
 `N` by more than `MIN_SPREAD` and the slope is positive, else it is None (no per-instance term).
+Where the runs differ in their longest batch's activations `B * T * L * H` (`plan.activation_work`)
+by more than `MIN_SPREAD`, `s` is fitted beside `c`, `d` (and `g`) by non-negative least squares.
+`fit_cost_model(..., per_instance={mode: g})` takes a mode's `g` as given (the growth bench's,
+which varies `N` alone) and fits the other memory terms to what is left: runs of two tasks differ
+in `N` and `T` together, and cannot tell the two apart.
 Runs on a GPU (`cost.json`'s `peak_gpu_mb` set) are skipped: they say nothing about CPU time.
 """
 
@@ -33,7 +38,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from allennlp_tune.planning.cost_model import BASE_RSS_MB, ModeCost
-from allennlp_tune.planning.plan import plan_cell
+from allennlp_tune.planning.plan import activation_work, plan_cell
 from allennlp_tune.rundir import CONFIG_NAME, COST_NAME, METRICS_NAME, parse_run_name, read_json
 
 # Below this relative spread of x, a mode's runs cannot separate the intercept from the slope.
@@ -55,6 +60,7 @@ class CostPoint:
     head: Optional[str] = None  # the model's registered type
     instances: int = 0  # the train split's
     wordpieces: int = 0  # W
+    activations: Optional[float] = None  # B x T x L x H, the longest batch's
 
 
 def _duration_seconds(text: Any) -> Optional[float]:
@@ -125,6 +131,7 @@ def cost_point(run_dir: Path) -> Optional[CostPoint]:
         first_epoch_seconds=first,
         head=plan.head,
         instances=plan.data.instances,
+        activations=activation_work(plan),
     )
 
 
@@ -193,17 +200,39 @@ def _spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / mean if mean else 0.0
 
 
-def _memory_fit(points: Sequence[CostPoint]) -> Tuple[float, float, Optional[float]]:
+@dataclass
+class MemoryFit:
+    """Peak RSS MB `c + d * P + g * N + s * B * T * L * H` (`cost_model`'s terms)."""
+
+    c: float
+    d: float
+    g: Optional[float] = None
+    s: Optional[float] = None
+
+
+def _memory_fit(points: Sequence[CostPoint], g: Optional[float] = None) -> MemoryFit:
     """
-    (c, d, g) of peak RSS `c + d * P + g * N`: `g` by least squares beside `P` (or beside the
-    constant alone, when `P` does not spread) where `N` spreads and its slope is positive;
-    otherwise None and `c`, `d` as `_line` fits them.
+    The memory terms of the runs `points` (module docstring). Where their longest batches'
+    activations spread, `c`, `d` (where `P` spreads), `g` (where `N` spreads, unless given) and
+    `s`, all non-negative, by least squares (`_activation_fit`). Otherwise `g` by least squares
+    beside `P` (or beside the constant alone, when `P` does not spread) where `N` spreads and
+    its slope is positive, else None, and `c`, `d` as `_line` fits them.
     """
     import numpy
 
+    given = g
     params = [float(p.params) for p in points]
     instances = [float(p.instances) for p in points]
-    rss = [p.peak_rss_mb for p in points]
+    rss = [p.peak_rss_mb - (given or 0.0) * p.instances for p in points]
+    activations = [p.activations or 0.0 for p in points]
+    known = all(p.activations for p in points)
+    if len(points) >= 2 and known and _spread(activations) > MIN_SPREAD:
+        fitted = _activation_fit(params, None if given is not None else instances, activations, rss)
+        if fitted is not None:
+            return MemoryFit(fitted.c, fitted.d, given if given is not None else fitted.g, fitted.s)
+    if given is not None:
+        c, d = _line(params, rss, BASE_RSS_MB)
+        return MemoryFit(c, d, given)
     if len(points) >= 2 and _spread(instances) > MIN_SPREAD:
         varies = _spread(params) > MIN_SPREAD
         columns = [[1.0] * len(points)] + ([params] if varies else []) + [instances]
@@ -213,20 +242,57 @@ def _memory_fit(points: Sequence[CostPoint]) -> Tuple[float, float, Optional[flo
             g = coefficients[-1]
             if g > 0:
                 if varies and coefficients[0] >= 0 and coefficients[1] > 0:
-                    return coefficients[0], coefficients[1], g
+                    return MemoryFit(coefficients[0], coefficients[1], g)
                 if not varies and coefficients[0] > BASE_RSS_MB:
                     # One encoder: c is the assumed base and d carries the rest of the constant.
                     mean_params = sum(params) / len(params)
-                    return BASE_RSS_MB, (coefficients[0] - BASE_RSS_MB) / mean_params, g
+                    return MemoryFit(BASE_RSS_MB, (coefficients[0] - BASE_RSS_MB) / mean_params, g)
     c, d = _line(params, rss, BASE_RSS_MB)
-    return c, d, None
+    return MemoryFit(c, d)
 
 
-def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
+def _activation_fit(
+    params: Sequence[float],
+    instances: Optional[Sequence[float]],
+    activations: Sequence[float],
+    rss: Sequence[float],
+) -> Optional[MemoryFit]:
+    """
+    `c`, `d`, `g` and `s` of `rss` by non-negative least squares, each column scaled to at most
+    1 for the solver; `d` only where `P` spreads (else `c` is `BASE_RSS_MB` and `d` carries the
+    rest of the constant, as one encoder cannot tell them apart), `g` only where `instances` are
+    given and spread. None where there are fewer runs than terms or `s` comes out 0.
+    """
+    import numpy
+    from scipy.optimize import nnls
+
+    varies = _spread(params) > MIN_SPREAD
+    per_instance = instances is not None and _spread(instances) > MIN_SPREAD
+    columns = [[1.0] * len(rss)] + ([list(params)] if varies else [])
+    columns += ([list(instances)] if per_instance else []) + [list(activations)]
+    if len(rss) < len(columns):
+        return None
+    scales = [max(column) for column in columns]
+    matrix = numpy.array([[v / s for v in column] for column, s in zip(columns, scales)]).T
+    solution, _ = nnls(matrix, numpy.array(rss, dtype=float))
+    values = [float(value) / scale for value, scale in zip(solution, scales)]
+    if values[-1] <= 0 or (not varies and values[0] <= BASE_RSS_MB):
+        return None
+    g = values[-2] if per_instance else None
+    if varies:
+        return MemoryFit(values[0], values[1], g, values[-1])
+    mean_params = sum(params) / len(params)
+    return MemoryFit(BASE_RSS_MB, (values[0] - BASE_RSS_MB) / mean_params, g, values[-1])
+
+
+def fit_cost_model(
+    run_dirs: Iterable[Path], per_instance: Optional[Mapping[str, float]] = None
+) -> Dict[str, ModeCost]:
     """
     Per mode, the coefficients of the cost model (module docstring) from the run directories
     (each holding `config.json` and `cost.json` or `metrics.json`; others are skipped). A mode
-    without usable runs is left out (the planner prints "n/a" for it).
+    without usable runs is left out (the planner prints "n/a" for it). `per_instance`: the `g`
+    of some modes (keys as `COST_MODEL`'s), taken as given.
     """
     points: Dict[str, List[CostPoint]] = {}
     for run_dir in run_dirs:
@@ -247,7 +313,6 @@ def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
         sized = [p for p in runs if p.peak_rss_mb and p.params > 0]
         firsts = [p for p in runs if p.first_epoch_seconds and p.work > 0]
         time = first = None
-        c = d = None
         if timed:
             cached = any(p.first_epoch_seconds is not None for p in timed)
             time = _time_fit(timed, [p.epoch_seconds for p in timed], cached=cached)
@@ -259,24 +324,23 @@ def fit_cost_model(run_dirs: Iterable[Path]) -> Dict[str, ModeCost]:
             first = time + _time_fit(both, passes)
         elif firsts:
             first = _time_fit(firsts, [p.first_epoch_seconds for p in firsts])
-        g = None
-        if sized:
-            c, d, g = _memory_fit(sized)
+        memory = _memory_fit(sized, (per_instance or {}).get(mode)) if sized else None
         fitted_on = ", ".join(sorted(f"{p.run_dir.parent.name}/{p.run_dir.name}" for p in runs))
         model[mode] = ModeCost(
             a=time.a if time else None,
             b=time.b if time else None,
-            c=c,
-            d=d,
+            c=memory.c if memory else None,
+            d=memory.d if memory else None,
             runs=len(runs),
             fitted_on=fitted_on,
             first_a=first.a if first else None,
             first_b=first.b if first else None,
-            g=g,
+            g=memory.g if memory else None,
             e=time.e if time else None,
             first_e=first.e if first else None,
             k=time.k if time else None,
             first_k=first.k if first else None,
+            s=memory.s if memory else None,
         )
     return model
 
@@ -288,7 +352,7 @@ def format_cost_model(model: Mapping[str, ModeCost]) -> str:
         pairs = [("a", cost.a), ("b", cost.b), ("c", cost.c), ("d", cost.d)]
         if cost.first_b is not None:
             pairs += [("first_a", cost.first_a), ("first_b", cost.first_b)]
-        for key in ("g", "e", "first_e", "k", "first_k"):  # the terms some entries lack
+        for key in ("g", "e", "first_e", "k", "first_k", "s"):  # the terms some entries lack
             if getattr(cost, key) is not None:
                 pairs += [(key, getattr(cost, key))]
         values = ", ".join(

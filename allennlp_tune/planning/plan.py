@@ -56,7 +56,7 @@ from allennlp_tune.planning.encoder_size import (
     find_embedder,
     transformer_size,
 )
-from allennlp_tune.rundir import config_stem, parse_run_name
+from allennlp_tune.rundir import config_stem, loader_batch_size, parse_run_name
 
 
 @dataclass
@@ -334,7 +334,20 @@ def _estimate_cost(
         elif first is not None:  # no cache: every epoch runs the encoder
             plan.epoch_seconds = first
     instances = plan.data.instances if plan.data is not None else None
-    plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params, instances)
+    plan.peak_rss_mb = mode_cost.peak_rss_mb(plan.encoder.params, instances, activation_work(plan))
+
+
+def activation_work(plan: CellPlan) -> Optional[float]:
+    """
+    `B * T * L * H`, the cost model's memory term for the longest batch (`cost_model`): the
+    config's batch size (32 where it sets none, AllenNLP's loaders' usual), the most wordpieces
+    one train instance has, and the encoder's layers and width. None where the data or the
+    encoder is unknown.
+    """
+    if plan.data is None or plan.encoder is None or plan.encoder.linear_work_scale is None:
+        return None
+    batch_size = loader_batch_size(plan.rendered or {}, ("data_loader",)) or 32
+    return float(batch_size * plan.data.longest) * plan.encoder.linear_work_scale
 
 
 def planned_run_seconds(plan: CellPlan) -> Optional[float]:
@@ -399,6 +412,7 @@ def budget_failures(plans: Sequence[CellPlan]) -> Optional[str]:
 
 __all__ = [
     "CellPlan",
+    "activation_work",
     "budget_failures",
     "plan_cell",
     "plan_grid",

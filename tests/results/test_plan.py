@@ -330,6 +330,55 @@ def test_two_widths_tell_the_square_term_from_the_linear_one(tmp_path):
     assert shrinking.b == 0.0 and shrinking.e > 0
 
 
+def test_the_longest_batch_sets_the_memory_term(tmp_path):
+    # MRPC's case: pairs twice SICK-E's length peaked 16-34% above a plan that knew only P and N.
+    # The count keeps the most wordpieces of one instance (a separately encoded pair: both
+    # sides), the planner prices B x T x L x H, and the fit tells s from runs whose longest
+    # batches differ (here by batch size and width), with g as given.
+    tokenizer = AutoTokenizer.from_pretrained(str(BERT))
+    cell = plan_cell(SST2_FT, ext_vars())
+    lengths = [len(tokenizer(sentence)["input_ids"]) for sentence in sst2_sentences()]
+    assert cell.data.longest == max(lengths) and cell.data.wordpieces == sum(lengths)
+    separate = REPO_ROOT / "training_config" / "sick_e_bert_fe_separate.jsonnet"
+    pairs = plan_cell(separate, ext_vars())
+    assert pairs.data.sequences == 2 * pairs.data.instances
+    assert max(lengths) < pairs.data.longest < pairs.data.wordpieces / pairs.data.instances * 4
+
+    c, d, g, s_ = 700.0, 2e-3, 0.5, 3e-4
+    runs = []
+    for index, (layers, hidden, batch_size) in enumerate([(2, 16, 4), (4, 32, 8), (2, 64, 2)]):
+        encoder = write_encoder(tmp_path / f"encoder_{index}", layers, hidden)
+        loader = json.dumps({"data_loader.batch_sampler.batch_size": batch_size})
+        config = render_config(SST2_FT, ext_vars(model=encoder), overrides=loader)
+        run_dir = tmp_path / "runs" / f"grid_{index}" / "sst2_bert_ft" / "seed_1"
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(json.dumps(config))
+        params = transformer_size(str(encoder)).params
+        activations = batch_size * cell.data.longest * layers * hidden
+        rss = c + d * params + g * cell.data.instances + s_ * activations
+        (run_dir / "cost.json").write_text(json.dumps({"peak_rss_mb": rss}))
+        runs.append((run_dir, encoder, loader, rss))
+    assert fit.cost_point(runs[1][0]).activations == 8 * cell.data.longest * 4 * 32
+    fitted = fit_cost_model([run for run, _, _, _ in runs], per_instance={"ft": g})["ft"]
+    assert (fitted.c, fitted.d, fitted.g, fitted.s) == (
+        pytest.approx(c),
+        pytest.approx(d),
+        g,
+        pytest.approx(s_),
+    )
+    assert ", s=0.0003" in fit.format_cost_model({"ft": fitted})
+    # The plan of each run's cell is its peak, the longest batch included.
+    for _, encoder, loader, rss in runs:
+        planned = plan_cell(
+            SST2_FT, ext_vars(model=encoder), overrides=loader, cost_model={"ft": fitted}
+        )
+        assert planned.peak_rss_mb == pytest.approx(rss)
+    # Runs whose longest batches are alike (one batch size and width): s cannot be told, and
+    # the memory is fitted as before, without it.
+    alike = fit_cost_model([runs[0][0], runs[0][0]])["ft"]
+    assert alike.s is None and ", s=" not in fit.format_cost_model({"ft": alike})
+
+
 def test_one_encoder_at_several_data_sizes_fits_memory_per_instance(tmp_path):
     # The growth bench's case: MiniLM alone (P fixed), N from 1k to the full split. The
     # constant goes to c = BASE_RSS_MB and d, the growth to g. A run on a GPU is skipped.
