@@ -23,8 +23,8 @@ The per-instance term `g` is there because the loaded dataset grows the process
 (bench/README.md). The last memory term is the longest batch's activations: `B` the batch size
 and `T` the most wordpieces one train instance puts through the encoder (`DataCount.longest`),
 so `B * T` wordpieces, each with L x H features kept for the backward pass (and, in fe, the
-features the head reads). Without it, MRPC's runs (pairs twice SICK-E's length) peaked 16-34%
-above the plan (bench/README.md, "Peak RAM and sequence length").
+features the head reads). Without it, the plan was 15-48% under MRPC's peaks (pairs twice
+SICK-E's length; bench/README.md, "Peak RAM and sequence length").
 
 For a cached `fe` run the first epoch is apart, `first_a + first_b * W * L * H^2 + first_e * W *
 L * H`, with `a`, `b` and `e` then the epochs after it: the first epoch runs the encoder and
