@@ -178,20 +178,26 @@ def _time_fit(
     """
     widths = [p.work / p.linear_work for p in points]
     if len(seconds) >= 2 and _spread(widths) > MIN_SPREAD:
-        import numpy
-        from scipy.optimize import nnls
-
         first = [p.wordpieces if cached else p.work for p in points]
-        columns = [first, [p.linear_work for p in points]]
-        # Each column scaled to at most 1, so that the solver sees comparable numbers.
-        scales = [max(column) for column in columns]
-        matrix = numpy.array([[v / s for v in col] for col, s in zip(columns, scales)]).T
-        solution, _ = nnls(matrix, numpy.array(seconds, dtype=float))
-        one, e = (float(value) / scale for value, scale in zip(solution, scales))
+        one, e = _nnls([first, [p.linear_work for p in points]], seconds)
         if one > 0 or e > 0:
             return TimeFit(e=e, k=one) if cached else TimeFit(b=one, e=e)
     a, b = _line([p.work for p in points], seconds, 0.0)
     return TimeFit(a=a, b=b)
+
+
+def _nnls(columns: Sequence[Sequence[float]], ys: Sequence[float]) -> List[float]:
+    """
+    The non-negative least-squares coefficients of `ys` on `columns` (one list of x's per
+    term), each column scaled to at most 1 so that the solver sees comparable numbers.
+    """
+    import numpy
+    from scipy.optimize import nnls
+
+    scales = [max(column) for column in columns]
+    matrix = numpy.array([[v / s for v in column] for column, s in zip(columns, scales)]).T
+    solution, _ = nnls(matrix, numpy.array(ys, dtype=float))
+    return [float(value) / scale for value, scale in zip(solution, scales)]
 
 
 def _spread(values: Sequence[float]) -> float:
@@ -258,24 +264,18 @@ def _activation_fit(
     rss: Sequence[float],
 ) -> Optional[MemoryFit]:
     """
-    `c`, `d`, `g` and `s` of `rss` by non-negative least squares, each column scaled to at most
-    1 for the solver; `d` only where `P` spreads (else `c` is `BASE_RSS_MB` and `d` carries the
-    rest of the constant, as one encoder cannot tell them apart), `g` only where `instances` are
-    given and spread. None where there are fewer runs than terms or `s` comes out 0.
+    `c`, `d`, `g` and `s` of `rss` by non-negative least squares (`_nnls`); `d` only where `P`
+    spreads (else `c` is `BASE_RSS_MB` and `d` carries the rest of the constant, as one encoder
+    cannot tell them apart), `g` only where `instances` are given and spread. None where there
+    are fewer runs than terms or `s` comes out 0.
     """
-    import numpy
-    from scipy.optimize import nnls
-
     varies = _spread(params) > MIN_SPREAD
     per_instance = instances is not None and _spread(instances) > MIN_SPREAD
     columns = [[1.0] * len(rss)] + ([list(params)] if varies else [])
     columns += ([list(instances)] if per_instance else []) + [list(activations)]
     if len(rss) < len(columns):
         return None
-    scales = [max(column) for column in columns]
-    matrix = numpy.array([[v / s for v in column] for column, s in zip(columns, scales)]).T
-    solution, _ = nnls(matrix, numpy.array(rss, dtype=float))
-    values = [float(value) / scale for value, scale in zip(solution, scales)]
+    values = _nnls(columns, rss)
     if values[-1] <= 0 or (not varies and values[0] <= BASE_RSS_MB):
         return None
     g = values[-2] if per_instance else None

@@ -346,7 +346,7 @@ def activation_work(plan: CellPlan) -> Optional[float]:
     """
     if plan.data is None or plan.encoder is None or plan.encoder.linear_work_scale is None:
         return None
-    batch_size = loader_batch_size(plan.rendered or {}, ("data_loader",)) or 32
+    batch_size = loader_batch_size(plan.rendered or {}) or 32
     return float(batch_size * plan.data.longest) * plan.encoder.linear_work_scale
 
 
