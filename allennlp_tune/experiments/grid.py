@@ -262,6 +262,8 @@ def _plan_before_training(
             config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
         )
         cell.pending_runs = len(pending)
+        # The grid's runs share the cache folder until its last run (module docstring).
+        cell.shares_cache = cache_directory is not None
         # Every complete run of the cell, of these seeds or others (a rerun with other seeds),
         # and the trials of its --budget search (the seeds' plan follows them): the
         # calibration takes its epoch times from those of this machine.
@@ -324,6 +326,8 @@ class _Grid:
     worker: Optional[str] = None
     # The planner's `CellPlan` per config stem, for the estimate's error after each run.
     plans: Dict[str, Any] = field(default_factory=dict)
+    # The config stems with a run finished in this grid: their cache is filled for the next.
+    cache_filled: Set[str] = field(default_factory=set)
     # Ext vars of one config's runs over `ext_vars` (`run_grid`'s `config_ext_vars`).
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None
 
@@ -477,7 +481,11 @@ class _Grid:
         if cell is not None:
             from allennlp_tune.planning.render import estimate_error
 
-            said = estimate_error(cell, read_json(run_dir / COST_NAME), info.get("duration_s"))
+            # A cell's later runs read the cache its first run of this grid filled.
+            filled = cell.shares_cache and cell.stem in self.cache_filled
+            self.cache_filled.add(cell.stem)
+            cost = read_json(run_dir / COST_NAME)
+            said = estimate_error(cell, cost, info.get("duration_s"), cache_filled=filled)
             if said:  # stderr, with the plan and the bar: stdout is the report's
                 bar.write(f"{self.tool}: {label} {said}", file=sys.stderr)
 

@@ -30,15 +30,16 @@ frozen phase alone; it keeps the cost model's numbers, with a note. Cells that d
 seed are one cell (the planner plans the first pending seed of each config).
 
 A cell with finished runs trained on this machine (their `cost.json` names this host, and their
-`config.json` is the cell's but for seeds, epochs, patience, schedule and rate: `timing_key`)
-takes its times from them instead (`measured_cell`): the median of their first epochs and of
-their later ones. A few timed batches are a small sample, and a moment of other work on the
-machine (a test suite, another job) can multiply them: on CoLA, three fe batches timed beside
-a short test run gave 1.3 s each against 0.35 s idle, and a plan of 5.2 hours for what took
-one. Whole epochs of this cell on this machine are the better estimate wherever there are
-some: a rerun with other seeds, the later rounds of `--sequential`, the seeds after a budget
-search (whose trials are other cells), and they cost no timing. Runs of another host (a results
-folder shared by workers on several machines, or copied from one) are not used.
+`config.json` is the cell's but for seeds, epochs, patience, schedule and rate: `timing_key`) takes
+its times from them instead (`measured_cell`): the median of their first epochs and of their later
+ones (for a cached cell, of the first epochs that filled the cache: a grid's later seeds read the
+cache its first run filled, and their first epochs count as later ones). A few timed batches are a
+small sample, and a moment of other work on the machine (a test suite, another job) can multiply
+them: on CoLA, three fe batches timed beside a short test run gave 1.3 s each against 0.35 s idle,
+and a plan of 5.2 hours for what took one. Whole epochs of this cell on this machine are the better
+estimate wherever there are some: a rerun with other seeds, the later rounds of `--sequential`, the
+seeds after a budget search (whose trials are other cells), and they cost no timing. Runs of another
+host (a results folder shared by workers on several machines, or copied from one) are not used.
 
 Calibration is on by default before tune-grid and tune-compare train; `--no-calibrate` or
 `TUNE_PLAN_CALIBRATE=0` in the environment gives the cost model's numbers alone (the test suite
@@ -403,16 +404,30 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
+# A cached run's first epoch filled the cache where it took this many times its later epochs'
+# median (MPNet SICK-E fe: 4.6, MiniLM CoNLL-2003 fe: 2.5); else it read a cache an earlier run
+# of the grid had filled (0.9-1.0 of a later epoch, bench/README.md, "A cache filled once").
+FILLED_RATIO = 1.5
+
+
+def _filled_cache(seconds: List[float]) -> bool:
+    """Whether a cached run whose epochs took `seconds` filled the cache in its first."""
+    return len(seconds) > 1 and seconds[0] > FILLED_RATIO * statistics.median(seconds[1:])
+
+
 def measured_cell(plan: CellPlan, rendered: Mapping[str, Any], host: Optional[str] = None) -> bool:
     """
     Sets `plan`'s time per epoch (and a cached cell's first epoch) from its finished runs
     (`plan.finished_runs`) that trained on `host` (default this machine) with the cell's config
     as far as it sets the time of a batch (`timing_key`), with `plan.time_source` "measured"
     and a note; returns whether it did (module docstring). A cached cell needs runs with a
-    later epoch too, as its first epoch fills the cache and costs more.
+    later epoch too, as its first epoch fills the cache and costs more, and a run whose first
+    epoch did fill it: the grid's later seeds read the cache its first run filled, and their
+    first epochs are priced as later ones (`_filled_cache`).
     """
     host = host or platform.node()
     key = timing_key(rendered)
+    cached = plan.cache_config is not None
     firsts: List[float] = []
     laters: List[float] = []
     used = 0
@@ -427,13 +442,15 @@ def measured_cell(plan: CellPlan, rendered: Mapping[str, Any], host: Optional[st
         if not isinstance(config, dict) or timing_key(config) != key:
             continue
         used += 1
+        if cached and not _filled_cache(seconds):
+            laters.extend(float(second) for second in seconds)  # read a cache filled before
+            continue
         firsts.append(float(seconds[0]))
         laters.extend(float(second) for second in seconds[1:])
     if not used:
         return False
-    cached = plan.cache_config is not None
-    if cached and not laters:
-        return False
+    if cached and not (firsts and laters):
+        return False  # no run shows what filling the cache costs: time batches instead
     epochs = len(firsts) + len(laters)
     runs = counted(used, "finished run")
     if cached:

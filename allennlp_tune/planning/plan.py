@@ -22,7 +22,9 @@ For every cell about to run (a config with at least one seed not complete), `pla
    epoch's cost every epoch. A block mode (`topK` / `bottomK`) is priced from ft's entry, scaled
    by its share of a fine-tuning epoch's work (`block_work_fraction`). With the config's
    `trainer.num_epochs`, `planned_run_seconds` is the whole run's time at most (early stopping
-   can end it sooner), and `planned_total_seconds` the sum over a command's pending runs.
+   can end it sooner), and `planned_total_seconds` the sum over a command's pending runs: a
+   grid's runs share one cache (`CellPlan.shares_cache`), so only a cached cell's first pending
+   run pays the first epoch's encoder pass.
 
 `run_grid` then replaces the cost model's time per epoch by one measured on this machine
 (`calibrate.calibrate_plans`; `CellPlan.time_source` says which was used), unless
@@ -86,6 +88,10 @@ class CellPlan:
     time_source: str = "cost model"
     # The runs of this cell still to do (its pending seeds), for the command's total.
     pending_runs: int = 1
+    # Whether those runs share one feature cache that lives until the last of them (a grid's
+    # `DIR/.feature_cache`, or the user's own): the first fills it, the others read it from
+    # their first epoch, so the total charges a cached cell's first epoch once.
+    shares_cache: bool = False
     # Its finished runs (run folders), whose epochs the calibration reads before timing batches.
     finished_runs: List[Path] = field(default_factory=list)
     # The config as rendered for the run (None where it did not render), for the calibration.
@@ -350,14 +356,15 @@ def activation_work(plan: CellPlan) -> Optional[float]:
     return float(batch_size * plan.data.longest) * plan.encoder.linear_work_scale
 
 
-def planned_run_seconds(plan: CellPlan) -> Optional[float]:
+def planned_run_seconds(plan: CellPlan, cache_filled: bool = False) -> Optional[float]:
     """
     The planned seconds of the whole run at most (`trainer.num_epochs` epochs, a cached fe
-    cell's first epoch apart), None where unknown. Early stopping can end the run sooner.
+    cell's first epoch apart, unless `cache_filled`: an earlier run of the cell filled the
+    cache this one reads), None where unknown. Early stopping can end the run sooner.
     """
     if plan.epochs is None or plan.epoch_seconds is None:
         return None
-    if plan.first_epoch_seconds is None:
+    if plan.first_epoch_seconds is None or cache_filled:
         return plan.epochs * plan.epoch_seconds
     return plan.first_epoch_seconds + (plan.epochs - 1) * plan.epoch_seconds
 
@@ -367,15 +374,18 @@ def planned_total_seconds(
 ) -> Optional[float]:
     """The planned seconds of every pending run of `plans` at most (`planned_run_seconds` x
     `pending_runs`, or x `runs`, one count per plan, summed over the cells with an estimate),
-    None when no cell has one."""
+    None when no cell has one. A cell whose runs share its cache (`CellPlan.shares_cache`)
+    pays the cache's first epoch in its first run only: charging it to every seed planned a
+    10-epoch MPNet fe run at 7:27 that took 4:43 (bench/README.md, "A cache filled once")."""
     counts = [plan.pending_runs for plan in plans] if runs is None else list(runs)
-    known = [
-        (seconds, count)
-        for plan, count in zip(plans, counts)
-        for seconds in [planned_run_seconds(plan)]
-        if seconds is not None
-    ]
-    return sum(seconds * runs for seconds, runs in known) if known else None
+    total = None
+    for plan, count in zip(plans, counts):
+        first = planned_run_seconds(plan)
+        if first is None:
+            continue
+        later = planned_run_seconds(plan, cache_filled=plan.shares_cache)
+        total = (total or 0.0) + (first + (count - 1) * later if count > 0 else 0.0)
+    return total
 
 
 def plan_grid(

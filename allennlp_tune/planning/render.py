@@ -207,14 +207,18 @@ def _clock(seconds: float) -> str:
 
 
 def estimate_error(
-    plan: CellPlan, cost: Optional[dict], wall_seconds: Optional[float]
+    plan: CellPlan,
+    cost: Optional[dict],
+    wall_seconds: Optional[float],
+    cache_filled: bool = False,
 ) -> Optional[str]:
     """
     The plan's error on a finished run, as "took 4:10 (3 epochs), planned 3:40 (+14%,
     calibrated)": the run's training time (the sum of its `cost.json` `epoch_seconds`, else
     `mean_epoch_seconds` x `epochs`, else the run's wall time) against the plan for the epochs
-    it ran (early stopping can end it before `trainer.num_epochs`). None where the plan had no
-    time per epoch.
+    it ran (early stopping can end it before `trainer.num_epochs`); `cache_filled`: an earlier
+    run of the cell filled the cache, so every epoch is priced as read from it. None where the
+    plan had no time per epoch.
     """
     if plan.epoch_seconds is None:
         return None
@@ -233,7 +237,7 @@ def estimate_error(
             return None
         measured, epochs, what = wall_seconds, plan.epochs, "run, wall time"
     planned = plan.epoch_seconds * epochs
-    if plan.first_epoch_seconds is not None:
+    if plan.first_epoch_seconds is not None and not cache_filled:
         planned = plan.first_epoch_seconds + plan.epoch_seconds * (epochs - 1)
     error = f"{100 * (measured - planned) / planned:+.0f}%" if planned > 0 else "n/a"
     return (

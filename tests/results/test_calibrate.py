@@ -369,6 +369,64 @@ def test_a_cell_with_finished_runs_on_this_machine_takes_their_epochs(tmp_path):
     assert "| 29 s first, then 10 s (measured) |" in row
 
 
+def test_a_cached_cell_pays_for_filling_its_cache_once_per_grid(tmp_path, capsys, monkeypatch):
+    """An fe cell's seeds share the grid's cache: the plan charges the first epoch's encoder
+    pass (5 s a batch against 1 s read from the cache) to the first run only, and each run is
+    measured against its own plan. Then a grid with another seed plans from the finished runs'
+    epochs: the first epoch that filled the cache (30 s), not seed 2's, which read it (11 s)."""
+    import platform
+
+    filled = []
+
+    def fe_training(command, environment, log_path):
+        code = fake_training(command, environment, log_path)
+        run_dir = Path(command[command.index("-s") + 1])
+        seconds = [11.0, 10.0, 10.0] if filled else [30.0, 10.0, 10.0]
+        filled.append(run_dir.name)
+        cost = {"epoch_seconds": seconds, "epochs": 3, "finished": True, "host": platform.node()}
+        (run_dir / "cost.json").write_text(json.dumps(cost))
+        return code
+
+    monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
+    monkeypatch.setattr(calibrate, "time_batches", fixed_timer(train=5.0, cached=1.0, forward=0.0))
+    variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
+    options = dict(runner=fe_training, predict=None, progress=False)
+    run_grid([SST2_FE], [1, 2], tmp_path / "grid", variables, **options)
+    err = capsys.readouterr().err
+    # 3 train batches: 15 s the first epoch, 3 s the later ones; 21 s the first run, 9 s the
+    # second (every epoch from the cache), 30 s in all where every seed refilling it was 42 s.
+    assert "| 15 s first, then 3 s (calibrated) | 21 s (3 epochs) |" in err
+    assert "Estimated total: 30 s at most for 2 run(s)" in err
+    assert "sst2_bert_fe seed 1 took 0:50 (training, 3 epochs), planned 0:21 (+138%" in err
+    assert "sst2_bert_fe seed 2 took 0:31 (training, 3 epochs), planned 0:09 (+244%" in err
+
+    def never(*args):
+        raise AssertionError("timed batches despite finished runs of this machine")
+
+    monkeypatch.setattr(calibrate, "_TIMINGS", {})
+    monkeypatch.setattr(calibrate, "time_batches", never)
+    run_grid([SST2_FE], [3], tmp_path / "grid", variables, **options)
+    err = capsys.readouterr().err
+    assert "| 30 s first, then 10 s (measured) | 50 s (3 epochs) |" in err
+    assert "2 finished runs of this cell (6 epochs), median first epoch 30.0 s, later 10.0 s" in err
+
+
+def test_runs_that_only_read_a_filled_cache_do_not_price_filling_it(tmp_path):
+    """A cached cell whose finished runs all read a cache filled before them (first epochs
+    like the later ones) cannot say what filling it costs: its batches are timed instead."""
+    import platform
+
+    cell = plan_cell(SST2_FE, VARIABLES, cache_directory=tmp_path / "cache")
+    here = platform.node()
+    cell.finished_runs = [
+        _finished_run(tmp_path / "seed_2", cell.rendered, [11.0, 10.0, 10.0], here),
+        _finished_run(tmp_path / "seed_3", cell.rendered, [10.0, 12.0], here),
+    ]
+    calibrate.calibrate_plans([cell], timer=fixed_timer(train=5.0, cached=1.0, forward=0.0))
+    assert cell.time_source == "calibrated"
+    assert (cell.first_epoch_seconds, cell.epoch_seconds) == (15.0, 3.0)
+
+
 def test_a_rerun_with_other_seeds_plans_from_the_first_runs_epochs(tmp_path, capsys, monkeypatch):
     """Seeds 1 and 2 trained here (epochs of 9 s); a later grid with seed 3, in a process
     that timed nothing (no remembered timing), plans 9 s per epoch from them and times no
