@@ -375,8 +375,9 @@ def planned_total_seconds(
     """The planned seconds of every pending run of `plans` at most (`planned_run_seconds` x
     `pending_runs`, or x `runs`, one count per plan, summed over the cells with an estimate),
     None when no cell has one. A cell whose runs share its cache (`CellPlan.shares_cache`)
-    pays the cache's first epoch in its first run only: charging it to every seed planned a
-    10-epoch MPNet fe run at 7:27 that took 4:43 (bench/README.md, "A cache filled once")."""
+    pays the cache's first epoch in its first run only: charging it to every seed planned an
+    MPNet fe seed that read the cache at 7:27, and it took 4:43 (bench/README.md, "A cache
+    filled once")."""
     counts = [plan.pending_runs for plan in plans] if runs is None else list(runs)
     total = None
     for plan, count in zip(plans, counts):
