@@ -326,8 +326,6 @@ class _Grid:
     worker: Optional[str] = None
     # The planner's `CellPlan` per config stem, for the estimate's error after each run.
     plans: Dict[str, Any] = field(default_factory=dict)
-    # The config stems with a run finished in this grid: their cache is filled for the next.
-    cache_filled: Set[str] = field(default_factory=set)
     # Ext vars of one config's runs over `ext_vars` (`run_grid`'s `config_ext_vars`).
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None
 
@@ -481,9 +479,9 @@ class _Grid:
         if cell is not None:
             from allennlp_tune.planning.render import estimate_error
 
-            # A cell's later runs read the cache its first run of this grid filled.
-            filled = cell.shares_cache and cell.stem in self.cache_filled
-            self.cache_filled.add(cell.stem)
+            # A cell's later runs read the cache an earlier run of it in this grid filled.
+            earlier = self.result.trained[:-1]
+            filled = cell.shares_cache and any(done.parent == run_dir.parent for done in earlier)
             cost = read_json(run_dir / COST_NAME)
             said = estimate_error(cell, cost, info.get("duration_s"), cache_filled=filled)
             if said:  # stderr, with the plan and the bar: stdout is the report's

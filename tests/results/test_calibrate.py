@@ -335,6 +335,17 @@ def _finished_run(folder, rendered, seconds, host):
     return folder
 
 
+def _forbid_timing(monkeypatch, why):
+    """From here on a timed batch fails the test with `why`; the timings this process
+    remembered are forgotten, as in a fresh process."""
+
+    def never(*args):
+        raise AssertionError(why)
+
+    monkeypatch.setattr(calibrate, "_TIMINGS", {})
+    monkeypatch.setattr(calibrate, "time_batches", never)
+
+
 def test_a_cell_with_finished_runs_on_this_machine_takes_their_epochs(tmp_path):
     """A cached fe cell with two finished runs here (another seed and rate: the same timing
     key): the median first epoch and the median later one, no batch timed. A run of another
@@ -400,11 +411,7 @@ def test_a_cached_cell_pays_for_filling_its_cache_once_per_grid(tmp_path, capsys
     assert "sst2_bert_fe seed 1 took 0:50 (training, 3 epochs), planned 0:21 (+138%" in err
     assert "sst2_bert_fe seed 2 took 0:31 (training, 3 epochs), planned 0:09 (+244%" in err
 
-    def never(*args):
-        raise AssertionError("timed batches despite finished runs of this machine")
-
-    monkeypatch.setattr(calibrate, "_TIMINGS", {})
-    monkeypatch.setattr(calibrate, "time_batches", never)
+    _forbid_timing(monkeypatch, "timed batches despite finished runs of this machine")
     run_grid([SST2_FE], [3], tmp_path / "grid", variables, **options)
     err = capsys.readouterr().err
     assert "| 30 s first, then 10 s (measured) | 50 s (3 epochs) |" in err
@@ -450,11 +457,7 @@ def test_a_rerun_with_other_seeds_plans_from_the_first_runs_epochs(tmp_path, cap
     assert "| 3 s (calibrated) |" in err
     assert "tune-grid: timing a few training batches of each cell on this machine" in err
 
-    def never(*args):
-        raise AssertionError("timed batches despite finished runs of this machine")
-
-    monkeypatch.setattr(calibrate, "_TIMINGS", {})
-    monkeypatch.setattr(calibrate, "time_batches", never)
+    _forbid_timing(monkeypatch, "timed batches despite finished runs of this machine")
     run_grid([SST2_FT], [3], tmp_path / "grid", variables, **options)
     err = capsys.readouterr().err
     assert "| 9 s (measured) | 27 s (3 epochs) |" in err
@@ -469,12 +472,8 @@ def test_the_seeds_after_a_search_plan_from_its_trials_epochs(tmp_path, capsys, 
     epochs, timing no batch."""
     import platform
 
-    def never(*args):
-        raise AssertionError("timed batches despite search trials of this machine")
-
     monkeypatch.setenv(calibrate.CALIBRATE_ENV, "1")
-    monkeypatch.setattr(calibrate, "_TIMINGS", {})
-    monkeypatch.setattr(calibrate, "time_batches", never)
+    _forbid_timing(monkeypatch, "timed batches despite search trials of this machine")
     variables = {key: value for key, value in VARIABLES.items() if key != "TUNE_SEED"}
     results = tmp_path / "decision"
     trials = results / "search" / "sst2_bert_ft"
