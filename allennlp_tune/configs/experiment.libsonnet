@@ -107,9 +107,18 @@ local task_object(task) =
            + "none: use bitfit (ELMo's bias terms train) or ft with elmo";
     local task = task_object(task_spec);
     local tagging = task.shape == "tagging";
-    assert !(mode == "fe" && task.shape == "single" && task.regression) :
-           "task " + task.name + ": kind regression has no feature-extraction network (BCN "
-           + "classifies); use the ft or sf mode, or kind pair_regression for pairs";
+    // TUNE_FE_HEAD: the frozen network, the paper's or a light head on the pooled layers.
+    local light = mode == "fe" && vars.fe_head != "paper";
+    assert !(light && tagging) :
+           "TUNE_FE_HEAD=" + vars.fe_head + ": the light frozen heads pool each sentence, and task "
+           + task.name + " tags words; use TUNE_FE_HEAD=paper (the CRF / BiLSTM tagger)";
+    assert !(light && encoder_name != "bert") :
+           "TUNE_FE_HEAD=" + vars.fe_head + ": the light frozen heads read a transformer's "
+           + "pooled layers; with elmo use TUNE_FE_HEAD=paper";
+    assert !(mode == "fe" && !light && task.shape == "single" && task.regression) :
+           "task " + task.name + ": kind regression has no paper feature-extraction network (BCN "
+           + "classifies); use TUNE_FE_HEAD=linear or mlp, the ft or sf mode, or kind "
+           + "pair_regression for pairs";
     // Fine-tuned BERT predicts from its top layer ([CLS] or first wordpiece), as in the paper,
     // and so does BERT under bitfit or lora, fine-tuning with fewer trained weights.
     // Everything else mixes all layers, as ELMo always does; stack-then-finetune too, so that
@@ -123,8 +132,10 @@ local task_object(task) =
       if encoder_name == "bert" then encoders.bert(task, encoder_mode, layers, tagging, groups)
       else if encoder_name == "elmo" then encoders.elmo(encoder_mode, layers, groups)
       else error "encoder must be bert or elmo, not " + encoder_name;
-    local pair_encoding = std.get(options, "pair_encoding",
-                                  if encoder_name == "bert" then "joint" else "separate");
+    // A light head pools each sentence on its own.
+    local pair_encoding = if light then "separate"
+                          else std.get(options, "pair_encoding",
+                                       if encoder_name == "bert" then "joint" else "separate");
     // A tune_table reader reads the task's kind unless it names its own, which must agree.
     local table = std.get(task.reader, "type") == "tune_table";
     assert !table || std.get(task.reader, "kind", task.kind) == task.kind :
@@ -144,7 +155,8 @@ local task_object(task) =
       if tagging then (
         if encoder_name == "elmo" then models.crf_tagger(encoder, bilstm)
         else models.first_wordpiece_tagger(encoder, bilstm)
-      ) else if mode == "fe" then (
+      ) else if light then models.frozen_head(task, encoder, vars.fe_head)
+      else if mode == "fe" then (
         // BCN reports positive_label's precision, recall and F1 too, as every classifier does.
         if task.shape == "single" then models.bcn(task, encoder) + positive_label(task)
         else models.esim(task, encoder)
@@ -168,7 +180,8 @@ local task_object(task) =
                    + trainers.fast_path_loader(task, vars.batch_size(32)),
       // fast_path: the opt-in accelerator switches (TUNE_AUTOCAST, ...; trainers.libsonnet).
       trainer: trainers.fast_path(
-        if mode == "fe" then trainers.feature_extraction(task)
+        if light then trainers.frozen_head(task)
+        else if mode == "fe" then trainers.feature_extraction(task)
         else if mode == "sf" then trainers.stack_then_finetune(task, encoder)
         else if std.member(parameter_efficient, mode) then trainers.parameter_efficient(task, mode)
         else if encoder_name == "bert" then trainers.bert_fine_tuning(task)

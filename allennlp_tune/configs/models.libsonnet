@@ -97,6 +97,24 @@ local classification_extras(task) =
     label_encoding: "BIO",
   } + (if bilstm then {wordpiece_encoder: lstm(null, 200, 2)} else {}),
 
+  // The light frozen heads (TUNE_FE_HEAD linear or mlp): each sentence's mean-pooled layers,
+  // mixed, then a linear layer or one hidden layer of 256; a pair (read as two sentences) as
+  // [u; v; |u - v|; u * v]. Regression and classification alike.
+  // The frozen encoder's weights stay out of its checkpoints and archive (read again from the
+  // model when it loads): an epoch's checkpoint is the head's few numbers.
+  frozen_head(task, encoder, head):: {
+    type: "tune_frozen_head",
+    text_field_embedder: {
+      token_embedders: {[encoder.key]: encoder.embedder + {store_frozen_weights: false}},
+    },
+    head: head,
+    hidden_dim: 256,
+    pooling: "mean",
+    dropout: vars.dropout(0.1),
+    regression: std.get(task, "regression", false),
+    pair: task.shape == "pair",
+  } + classification_extras(task),
+
   // One text or a jointly encoded pair: pooled states + softmax / regression. BERT: [CLS]
   // (TUNE_POOLING=mean for sentence-embedding models); ELMo: max pooling over the LM states.
   pooled(task, encoder, pooling):: {

@@ -56,7 +56,9 @@ local fillable_kinds = ["classification", "pair_classification"];
   fast_path(trainer)::
     if !fast_path_on then trainer
     else trainer + {
-      type: "tune_gradient_descent",
+      // tune_frozen_features is a tune_gradient_descent with the switches.
+      type: if std.get(trainer, "type") == "tune_frozen_features" then trainer.type
+            else "tune_gradient_descent",
       [if vars.autocast != null then "autocast"]: vars.autocast,
       [if vars.compile != null then "compile"]: {mode: vars.compile},
     } + (if vars.fused_adam then {optimizer: fused(trainer.optimizer)} else {}),
@@ -78,6 +80,19 @@ local fillable_kinds = ["classification", "pair_classification"];
     learning_rate_scheduler: {type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 0},
     grad_norm: 10.0,
     patience: vars.patience(3),
+  },
+
+  // A light frozen head (TUNE_FE_HEAD linear or mlp): the features of every instance computed
+  // (or read from the pooled-feature cache) once, then steps of 64 rows over them
+  // (`tune_frozen_features`); its epochs cost milliseconds, so up to 40 with early stopping
+  // after 5 without improvement, at a higher rate than the paper's networks.
+  frozen_head(task):: common(task, 40) + {
+    type: "tune_frozen_features",
+    feature_batch_size: vars.batch_size(64),
+    optimizer: {type: "adamw", lr: vars.lr(3e-3), weight_decay: vars.weight_decay(0.0)},
+    learning_rate_scheduler: {type: "reduce_on_plateau", factor: 0.5, mode: "max", patience: 1},
+    grad_norm: 10.0,
+    patience: vars.patience(5),
   },
 
   // BERT: Devlin et al.'s recipe. Linear warmup over the first 10% of the steps, then linear

@@ -111,6 +111,9 @@ local choice(name, default, allowed) =
   frozen_epochs(default):: number("TUNE_FROZEN_EPOCHS", default, integer=true, min=0),
   max_gap(default):: number("TUNE_MAX_GAP", default),
   patience(default):: number("TUNE_PATIENCE", default, integer=true, min=1),
+  // The frozen arm's network: the task kind's paper network (BCN, ESIM, the CRF / BiLSTM
+  // tagger), or a light head on the pooled layers (models.libsonnet `frozen_head`).
+  fe_head:: choice("TUNE_FE_HEAD", "paper", ["paper", "linear", "mlp"]),
   lora_r:: number("TUNE_LORA_R", 8, integer=true, min=1),
   lora_alpha:: number("TUNE_LORA_ALPHA", 16, above=0),
   // Issue #20's accelerator switches, all off by default (trainers.libsonnet's `fast_path`).

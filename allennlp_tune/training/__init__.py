@@ -1,1 +1,7 @@
-from allennlp_tune.training import callbacks, ddp_accelerator, optimizers, tune_trainer  # noqa: F401
+from allennlp_tune.training import (  # noqa: F401
+    callbacks,
+    ddp_accelerator,
+    frozen_features,
+    optimizers,
+    tune_trainer,
+)

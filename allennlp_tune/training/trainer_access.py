@@ -84,3 +84,14 @@ def run_before_rescaling(trainer, owner: object, action: Callable[[], None]) -> 
 
     act_then_rescale._masks_for = owner  # type: ignore[attr-defined]
     trainer.rescale_gradients = act_then_rescale
+
+
+def validation_data_loader(trainer) -> Optional[Any]:
+    # The loader the trainer validates with; the public constructor argument is not kept.
+    return getattr(trainer, "_validation_data_loader", None)
+
+
+def replace_validation_data_loader(trainer, loader: Any) -> None:
+    # `tune_frozen_features` validates from one tensor of frozen features: the trainer's
+    # validation loop reads only this attribute.
+    trainer._validation_data_loader = loader

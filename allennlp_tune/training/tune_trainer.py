@@ -1,7 +1,7 @@
 import contextlib
 import inspect
 import logging
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -186,15 +186,23 @@ def _is_compile_error(error: Exception) -> bool:
     return module.startswith(("torch._dynamo", "torch._inductor", "torch.fx"))
 
 
-# FromParams reads the constructor's parameters from its signature: `gradient_descent`'s
-# (without its **kwargs) followed by the switches.
-_base = inspect.signature(GradientDescentTrainer.from_partial_objects.__func__)
-_switches = inspect.signature(TuneGradientDescentTrainer.from_partial_objects.__func__)
-TuneGradientDescentTrainer.from_partial_objects.__func__.__signature__ = _base.replace(
-    parameters=[p for p in _base.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    + [
-        _switches.parameters[name].replace(kind=inspect.Parameter.KEYWORD_ONLY)
-        for name in ("autocast", "compile")
-    ],
-    return_annotation=Trainer,
-)
+def expose_switches(trainer_class, names: Sequence[str]) -> None:
+    """
+    FromParams reads a constructor's parameters from its signature: `trainer_class`'s
+    `from_partial_objects` takes `gradient_descent`'s (without its **kwargs), then the switches
+    its parent exposed, then `names` as its own signature declares them, all keyword-only.
+    """
+    base = inspect.signature(GradientDescentTrainer.from_partial_objects.__func__)
+    own = inspect.signature(trainer_class.from_partial_objects.__func__)
+    switches = tuple(getattr(trainer_class, "_switch_parameters", ())) + tuple(
+        own.parameters[name].replace(kind=inspect.Parameter.KEYWORD_ONLY) for name in names
+    )
+    trainer_class._switch_parameters = switches
+    trainer_class.from_partial_objects.__func__.__signature__ = base.replace(
+        parameters=[p for p in base.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        + list(switches),
+        return_annotation=Trainer,
+    )
+
+
+expose_switches(TuneGradientDescentTrainer, ("autocast", "compile"))

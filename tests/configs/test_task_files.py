@@ -125,7 +125,7 @@ def test_an_own_task_object_renders_its_fields(tmp_path):
         ),
         ({"num_labels": None}, "ft", "task reviews (kind classification) lacks num_labels"),
         ({"metric": None, "train": None}, "ft", "task reviews lacks train, metric"),
-        ({"kind": "regression"}, "fe", "kind regression has no feature-extraction network"),
+        ({"kind": "regression"}, "fe", "kind regression has no paper feature-extraction network"),
         (
             {"reader": {"type": "tune_table", "kind": "pair_classification"}},
             "fe",

@@ -60,7 +60,7 @@ import tempfile
 import zlib
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
@@ -479,3 +479,31 @@ class FeatureCache:
             return None, "checksum mismatch"
         array = numpy.frombuffer(buffer, dtype=numpy.float16)
         return torch.from_numpy(array.reshape(shape).astype(numpy.float32)), ""
+
+
+def row_keys(
+    prefix: Any,
+    token_ids: torch.LongTensor,
+    type_ids: Optional[torch.LongTensor],
+    lengths: List[int],
+) -> List[str]:
+    """
+    The cache key of each row: `prefix` with its ids up to its own `lengths[row]` (and its type
+    ids, unless all zero), so padding and batch composition do not matter.
+
+    # Parameters
+
+    token_ids : `torch.LongTensor`
+        Shape: `(batch_size, num_wordpieces)`.
+    type_ids : `torch.LongTensor`, optional
+        Shape: `(batch_size, num_wordpieces)`.
+    """
+    ids = token_ids.cpu().numpy()
+    types = type_ids.cpu().numpy() if type_ids is not None else None
+    keys = []
+    for row, length in enumerate(lengths):
+        row_types = types[row, :length] if types is not None else None
+        if row_types is not None and not row_types.any():
+            row_types = None
+        keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
+    return keys

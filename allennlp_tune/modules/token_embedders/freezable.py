@@ -273,10 +273,11 @@ def assign_groups(
 
 def _leave_out_frozen_weights(module, state_dict, prefix: str, local_metadata) -> None:
     """
-    `state_dict()` post hook of the embedders: in `bitfit` / `lora`, drops the encoder entries
-    the mode cannot train and adds their fingerprint.
+    `state_dict()` post hook of the embedders: in `bitfit` / `lora`, and in
+    `feature_extraction` without `store_frozen_weights`, drops the encoder entries the mode
+    cannot train and adds their fingerprint.
     """
-    if module._mode not in PARTIAL_MODES:
+    if not module._leaves_weights_out:
         return
     encoder_prefix = module._encoder_name + "."
     start = prefix + encoder_prefix
@@ -337,13 +338,23 @@ class FreezableEncoderMixin:
         owner: str,
         base_weights: str = "the pretrained weights",
         tuned_groups: str = "all",
+        store_frozen_weights: bool = True,
     ) -> None:
         """
         `layer_prefixes` and `bottom_prefixes` are `assign_groups`'s. `base_weights` says where
         the pretrained weights come from (`model_name ...`), for the error when an archive's
         fingerprint of its frozen weights does not match them. `tuned_groups` is the
         embedder's parameter (`parse_tuned_groups`): the groups that train from the start.
+        `store_frozen_weights` false leaves a `feature_extraction` encoder's weights (all
+        frozen) out of `state_dict()`, checkpoints and archives, as `bitfit` and `lora` leave
+        out theirs: a light frozen head's checkpoint is then its few trained numbers.
         """
+        if not store_frozen_weights and mode != FEATURE_EXTRACTION:
+            raise ConfigurationError(
+                f"{owner}.store_frozen_weights false is for mode feature_extraction, whose "
+                f"encoder never trains; mode {mode!r} trains it, so its weights are stored."
+            )
+        self._leaves_weights_out = mode in PARTIAL_MODES or not store_frozen_weights
         encoder = getattr(self, encoder_name)
         module_groups, parameter_groups = assign_groups(encoder, layer_prefixes, bottom_prefixes)
         self._encoder_name = encoder_name
@@ -427,7 +438,9 @@ class FreezableEncoderMixin:
         The names (as in `self.named_parameters()`) of the parameters that `state_dict()`, and
         so an archive, holds: all of them, except in `bitfit` and `lora`, where the encoder's
         parameters outside `mode_parameters()` (the frozen pretrained weights, read again from
-        the pretrained model when the archive loads) are left out. The scalar mix is stored.
+        the pretrained model when the archive loads) are left out, and in `feature_extraction`
+        with `store_frozen_weights` false, where all of the encoder's are. The scalar mix is
+        stored.
         """
         encoder_prefix = self._encoder_name + "."
         return [
@@ -543,11 +556,9 @@ class FreezableEncoderMixin:
 
     def _leaves_out(self, name: str, encoder_prefix: str) -> bool:
         """Whether `state_dict()` leaves out the entry `name` (relative to this module)."""
-        return (
-            self._mode in PARTIAL_MODES
-            and name.startswith(encoder_prefix)
-            and name not in self._mode_selected
-        )
+        if not self._leaves_weights_out or not name.startswith(encoder_prefix):
+            return False
+        return self._mode == FEATURE_EXTRACTION or name not in self._mode_selected
 
     def frozen_weights_fingerprint(self) -> bytes:
         """

@@ -1,13 +1,13 @@
 import json
 import logging
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import PretrainedTransformerEmbedder, TokenEmbedder
 
 from allennlp_tune.modes import FEATURE_EXTRACTION
-from allennlp_tune.modules.feature_cache import FeatureCache
+from allennlp_tune.modules.feature_cache.store import row_keys
 from allennlp_tune.modules.token_embedders.freezable import (
     FreezableEncoderMixin,
     build_scalar_mix,
@@ -15,6 +15,7 @@ from allennlp_tune.modules.token_embedders.freezable import (
     parse_layers,
 )
 from allennlp_tune.modules.token_embedders.lora import check_lora_options, inject_lora
+from allennlp_tune.modules.token_embedders.pooled_layers import PooledLayersMixin
 from allennlp_tune.modules.token_embedders.prefix_cache import (
     capture_layer_output,
     check_prefix_cache,
@@ -36,7 +37,9 @@ SHARED_NORMS = {"rel_embeddings": "LayerNorm"}
 
 
 @TokenEmbedder.register("tune_transformer")
-class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedder):
+class TuneTransformerEmbedder(
+    PooledLayersMixin, FreezableEncoderMixin, PretrainedTransformerEmbedder
+):
     """
     A pretrained `transformers` encoder (BERT and family) that is either frozen with a learned
     scalar mix of its layers (feature extraction), trained (fine-tuning), or trained in part:
@@ -155,7 +158,14 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         disk)): past those, entries are not written and are recomputed, with the same results.
         `{}` enables it with the defaults. Entries are keyed by the encoder's (frozen) weights,
         the layer selection, `max_length` and the input ids, so a cache directory can be shared
-        between runs and models safely. See `feature_cache.py`.
+        between runs and models safely. See `feature_cache.py`. Heads that pool first read the
+        pooled-feature cache from the same folder (`pooled_layers`, `feature_cache/pooled.py`).
+    store_frozen_weights : `bool`, optional (default = `True`)
+        `false` (feature_extraction only) leaves the frozen encoder's weights out of
+        `state_dict()`, checkpoints and the archive, with their fingerprint in their place, as
+        `bitfit` and `lora` archives leave out theirs; loading reads them from `model_name` and
+        refuses other weights. The light frozen heads' configs set it: each epoch's checkpoint
+        is then the head's few numbers, not the encoder's.
     sub_module : `str`, optional (default = `None`)
         Use this submodule of the model (e.g. `"encoder"` of T5).
     override_weights_file : `str`, optional (default = `None`)
@@ -182,6 +192,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         dropout: float = 0.0,
         max_length: Optional[int] = None,
         feature_cache: Optional[Dict[str, Any]] = None,
+        store_frozen_weights: bool = True,
         sub_module: Optional[str] = None,
         override_weights_file: Optional[str] = None,
         override_weights_strip_prefix: Optional[str] = None,
@@ -263,6 +274,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             serialization_dir=serialization_dir,
             owner=owner,
             tuned_groups=tuned_groups,
+            store_frozen_weights=store_frozen_weights,
             base_weights=f"model_name {model_name!r}"
             + (
                 f" with override_weights_file {override_weights_file!r}"
@@ -493,7 +505,7 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
         last_frozen = layer_list[frozen_layers - 1]
         lengths = mask.sum(-1).tolist()
         prefix = self._prefix_key_prefix(lowest, f"wordpiece|input of layer {frozen_layers}")
-        keys = _row_keys(prefix, token_ids, type_ids, lengths)
+        keys = row_keys(prefix, token_ids, type_ids, lengths)
         dim = self.config.hidden_size
 
         def frozen_output(rows: List[int]) -> torch.Tensor:
@@ -678,21 +690,21 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             2, 0, 1, 3
         )
 
-    def _mixed_from_cache(
+    def _row_inputs(
         self,
         token_ids: torch.LongTensor,
         mask: torch.BoolTensor,
         type_ids: Optional[torch.LongTensor],
         segment_concat_mask: Optional[torch.BoolTensor],
-    ) -> torch.Tensor:
-        # A row's key covers its ids up to its own length (folded form when max_length is set),
-        # so padding and batch composition do not matter.
+    ) -> Tuple[List[int], List[int], Callable[[List[int]], torch.Tensor]]:
+        """
+        Each row's input length (folded form when max_length is set) and unpadded length, and
+        `compute(rows)`: the selected layers of those rows alone, `(num_layers, len(rows),
+        >= their longest length, dim)`, for the caches' missing rows.
+        """
         input_mask = segment_concat_mask if self._max_length is not None else mask
         input_lengths = input_mask.sum(-1).tolist()
         lengths = mask.sum(-1).tolist()
-        keys = _row_keys(
-            self._cache_key_prefix(self._selection), token_ids, type_ids, input_lengths
-        )
 
         def compute(rows: List[int]) -> torch.Tensor:
             index = torch.tensor(rows, device=token_ids.device)
@@ -710,6 +722,21 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
                 token_ids[index, :input_width], mask[index, :width], sub_types, sub_segments
             )
 
+        return input_lengths, lengths, compute
+
+    def _mixed_from_cache(
+        self,
+        token_ids: torch.LongTensor,
+        mask: torch.BoolTensor,
+        type_ids: Optional[torch.LongTensor],
+        segment_concat_mask: Optional[torch.BoolTensor],
+    ) -> torch.Tensor:
+        # A row's key covers its ids up to its own length (folded form when max_length is set),
+        # so padding and batch composition do not matter.
+        input_lengths, lengths, compute = self._row_inputs(
+            token_ids, mask, type_ids, segment_concat_mask
+        )
+        keys = row_keys(self._cache_key_prefix(self._selection), token_ids, type_ids, input_lengths)
         return self._mixed_through_cache(
             keys,
             lengths,
@@ -719,31 +746,3 @@ class TuneTransformerEmbedder(FreezableEncoderMixin, PretrainedTransformerEmbedd
             compute=compute,
             device=token_ids.device,
         )
-
-
-def _row_keys(
-    prefix: Any,
-    token_ids: torch.LongTensor,
-    type_ids: Optional[torch.LongTensor],
-    lengths: List[int],
-) -> List[str]:
-    """
-    The cache key of each row: `prefix` with its ids up to its own `lengths[row]` (and its type
-    ids, unless all zero), so padding and batch composition do not matter.
-
-    # Parameters
-
-    token_ids : `torch.LongTensor`
-        Shape: `(batch_size, num_wordpieces)`.
-    type_ids : `torch.LongTensor`, optional
-        Shape: `(batch_size, num_wordpieces)`.
-    """
-    ids = token_ids.cpu().numpy()
-    types = type_ids.cpu().numpy() if type_ids is not None else None
-    keys = []
-    for row, length in enumerate(lengths):
-        row_types = types[row, :length] if types is not None else None
-        if row_types is not None and not row_types.any():
-            row_types = None
-        keys.append(FeatureCache.key(prefix, ids[row, :length], row_types))
-    return keys
