@@ -75,6 +75,10 @@ SPACES: Dict[str, Tuple[str, ...]] = {
     "bitfit": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=2:6"),
     "lora": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=2:6"),
 }
+# The frozen network is part of fe's search where a light head applies (a transformer encoder,
+# a task that is not tagging: `searched_spaces`): the task kind's paper network or a light head
+# on the pooled layers (TUNE_FE_HEAD, configs/experiment.libsonnet).
+FE_HEAD_SPACE = "TUNE_FE_HEAD=paper,linear,mlp"
 # ELMo's fine-tuning cells train at 5e-4 (discriminative rates, 0.4x per group below the top).
 ELMO_SPACES: Dict[str, Tuple[str, ...]] = {
     "ft": ("TUNE_LR=1e-4:2e-3:log", "TUNE_EPOCHS=2:6"),
@@ -172,6 +176,27 @@ def space_texts(
     return tuple(given)
 
 
+def searched_spaces(
+    spaces: Optional[Dict[str, Tuple[str, ...]]],
+    modes: Sequence[str],
+    family: str,
+    kind: str,
+    ext_vars: Dict[str, str],
+) -> Dict[str, Tuple[str, ...]]:
+    """
+    `spaces` (the `--space` ones) with fe's default space widened by the frozen network
+    (`FE_HEAD_SPACE`) where a light head applies: a transformer encoder (`family` bert), a task
+    `kind` other than tagging, fe among `modes`, no `--space fe` and no `--ext-var TUNE_FE_HEAD`
+    (which fixes the network for every trial).
+    """
+    spaces = dict(spaces or {})
+    name = FE_HEAD_SPACE.partition("=")[0]
+    if "fe" in modes and "fe" not in spaces and family == "bert" and kind != "tagging":
+        if name not in ext_vars:
+            spaces["fe"] = SPACES["fe"] + (FE_HEAD_SPACE,)
+    return spaces
+
+
 def mode_space(
     mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]] = None
 ) -> List[SearchParam]:
@@ -236,6 +261,13 @@ def default_setting(
     setting: Dict[str, Any] = {}
     notes: List[str] = []
     for param in params:
+        if param.choices is not None and param.name not in ext_vars:
+            # A choice such as the frozen network changes the config's shape: its default is
+            # the choice that renders as the variable unset does.
+            same = [c for c in param.choices if render({**ext_vars, param.name: c}) == rendered]
+            if len(same) == 1:
+                setting[param.name] = same[0]
+                continue
         places: List[str] = []
         for value in param.examples():
             changed = render({**ext_vars, param.name: value})

@@ -543,6 +543,10 @@ def run_compare(
     ext_vars.update(chosen.ext_vars)
     ext_vars.update(checkpoint_pooling(chosen, ext_vars))
     task = load_task(task_spec, ext_vars)
+    if budget is not None:
+        from allennlp_tune.experiments.budget import searched_spaces
+
+        spaces = searched_spaces(spaces, unique_modes, chosen.family, task.kind, ext_vars)
     results_dir = Path(results_dir)
     check_results_dir(results_dir)
     configs = write_configs(task, chosen, unique_modes, results_dir, ext_vars)

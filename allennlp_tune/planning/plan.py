@@ -75,6 +75,9 @@ class CellPlan:
     cache_config: Optional[Dict[str, Any]] = None
     cache_directory: Optional[Path] = None
     cache_bytes: Optional[int] = None
+    # A head that pools first (tune_frozen_head) reads the pooled-feature cache: per sequence
+    # its poolings of each layer, not each wordpiece's states.
+    cache_pooled: bool = False
     budget_error: Optional[str] = None
     head: Optional[str] = None  # the model's registered type
     cost_key: Optional[str] = None  # the COST_MODEL entry the estimates came from
@@ -234,6 +237,7 @@ def _estimate_cache(
         default_cache_directory,
         estimated_cache_bytes,
     )
+    from allennlp_tune.modules.feature_cache.pooled import POOLINGS
     from allennlp_tune.modules.token_embedders.freezable import parse_layers
 
     plan.cache_config = cache
@@ -248,13 +252,19 @@ def _estimate_cache(
     plan.cache_directory = Path(directory)
     if plan.data is not None:
         plan.validation = validation_count(rendered, rendered.get("dataset_reader"), plan.notes)
+    model = rendered.get("model") or {}
+    plan.cache_pooled = plan.head == "tune_frozen_head" and model.get("features") != "tokens"
     if plan.data is not None and plan.cache_layers is not None:
         validation = plan.validation or DataCount()
+        sequences = plan.data.sequences + validation.sequences
+        # A pooled entry counts as `len(POOLINGS)` wordpieces (feature_cache/pooled.py).
         plan.cache_bytes = estimated_cache_bytes(
-            plan.data.wordpieces + validation.wordpieces,
+            len(POOLINGS) * sequences
+            if plan.cache_pooled
+            else plan.data.wordpieces + validation.wordpieces,
             plan.cache_layers,
             plan.encoder.hidden_size,
-            plan.data.sequences + validation.sequences,
+            sequences,
         )
         try:
             plan.budget_error = check_budget(plan.cache_bytes, cache, plan.cache_directory)

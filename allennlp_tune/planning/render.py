@@ -92,6 +92,8 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
             if plan.validation is not None:
                 wordpieces += f" ({data.wordpieces:,} train + {validation.wordpieces:,} validation)"
                 entries += f" ({data.sequences:,} + {validation.sequences:,})"
+            if plan.cache_pooled:  # each entry holds 2 pooled vectors a layer
+                wordpieces = f"2 poolings x {data.sequences + validation.sequences:,} sequences"
             layers = counted(plan.cache_layers, "layer")
             details.append(
                 f"{plan.stem}: cache = 2 B x {wordpieces} x {layers} x "
