@@ -547,6 +547,10 @@ def run_compare(
     check_results_dir(results_dir)
     configs = write_configs(task, chosen, unique_modes, results_dir, ext_vars)
     written = dict(zip(unique_modes, configs))
+    if budget is not None:  # every mode's space, before the plan and any mode's first trial
+        from allennlp_tune.experiments.budget import check_spaces
+
+        check_spaces(written, chosen.family, ext_vars, overrides, spaces)
     mode_ext_vars = None
     if budget is not None and (grid_options.get("plan") or grid_options.get("plan_only")):
         # The whole decision's cost before its first trial; the seeds' own plan follows the
