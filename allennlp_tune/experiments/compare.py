@@ -52,7 +52,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.configs import check_results_dir
-from allennlp_tune.experiments.encoder_check import check_encoder_available
+from allennlp_tune.experiments.encoder_check import check_block_modes, check_encoder_available
 from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.experiments.task_checks import (
     MAX_NAME_LENGTH,
@@ -532,6 +532,9 @@ def run_compare(
         ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
     chosen = resolve_encoder(encoder, encoder_label, ext_vars)
     check_modes(modes, chosen)
+    elmo_options = ext_vars.get("TUNE_ELMO_OPTIONS") or os.environ.get("TUNE_ELMO_OPTIONS")
+    model = chosen.ext_vars.get(BERT_MODEL_EXT_VAR) if chosen.family != ELMO else elmo_options
+    check_block_modes(modes, chosen.family, model)
     unique_modes = list(dict.fromkeys(modes))
     if budget is not None:
         # Lazy, as the rounds below: the search brings Optuna's room.
