@@ -168,12 +168,13 @@ def show_plans(
     What tune-grid and tune-compare say before anything trains: time a few batches of each
     cell on this machine (`calibrate.calibrate_plans`, when `calibrate` and
     `TUNE_PLAN_CALIBRATE` allow, and not for plans refused for their caches, nor with
-    `plan_only` for plans with problems: such a grid is not worth the timing; "timing a few training batches" only when a batch is timed, not when every
-    cell was measured from its finished runs or timed before in this process), then
+    `plan_only` for plans with problems: such a grid is not worth the timing; "timing a few
+    training batches" only when a batch is timed, not when every cell was measured from its
+    finished runs or timed before in this process), then
     `tool: heading` and the table (`print_plan`), on stdout with
     `plan_only`, else stderr. Raises a `ConfigurationError` when a cell's cache would not fit
-    (`plan.budget_failures`) and, with `plan_only`, when a cell cannot train
-    (`plan.plan_problems`), after the table.
+    (`plan.budget_failures`) and, with `plan_only`, when a cell cannot train or a split it
+    names does not read (`plan.plan_problems`), after the table.
     """
     from allennlp.common.checks import ConfigurationError
 
