@@ -2,7 +2,7 @@
 transformers 4.43, requirements/lock.txt) and today's (transformers 5, huggingface_hub 2,
 requirements/lock-modern.txt).
 
-Fixes 1-4 and 10 live here and are applied when this module is imported, which
+Fixes 1-4, 10 and 16 live here and are applied when this module is imported, which
 `allennlp_tune/__init__.py` does first, so `--include-package allennlp_tune` or the
 `.allennlp_plugins` file applies them before any component is built. Fixes 5-9 must act earlier,
 before AllenNLP's own modules import `transformers` and `huggingface_hub` (or, for 9, before
@@ -12,8 +12,8 @@ before AllenNLP's own modules import `transformers` and `huggingface_hub` (or, f
 what breaks without it, is a no-op where nothing is broken (a stock AllenNLP install's
 transformers 4.20, the locked 4.43.4), and has a test that fails without it: in
 `tests/test_compat.py` (1, 2, 5-8), `tests/commands/test_archive_safety.py` (3, 4),
-`tests/test_startup_noise.py` (9), `tests/predictors/test_predict_errors.py` (10, 11) and
-`tests/test_preimport_hook.py` (the hook itself).
+`tests/test_startup_noise.py` (9), `tests/predictors/test_predict_errors.py` (10, 11),
+`tests/results/test_test_split.py` (16) and `tests/test_preimport_hook.py` (the hook itself).
 
 How fixes 5-9 are applied: a `.pth` file. `pip install` (editable or not) puts
 `allennlp_tune.pth` in site-packages (setup.py's `build_py_with_pth`, as setuptools ships its
