@@ -2,7 +2,7 @@
 transformers 4.43, requirements/lock.txt) and today's (transformers 5, huggingface_hub 2,
 requirements/lock-modern.txt).
 
-Fixes 1-4 and 10 live here and are applied when this module is imported, which
+Fixes 1-4, 10 and 16 live here and are applied when this module is imported, which
 `allennlp_tune/__init__.py` does first, so `--include-package allennlp_tune` or the
 `.allennlp_plugins` file applies them before any component is built. Fixes 5-9 must act earlier,
 before AllenNLP's own modules import `transformers` and `huggingface_hub` (or, for 9, before
@@ -12,8 +12,8 @@ before AllenNLP's own modules import `transformers` and `huggingface_hub` (or, f
 what breaks without it, is a no-op where nothing is broken (a stock AllenNLP install's
 transformers 4.20, the locked 4.43.4), and has a test that fails without it: in
 `tests/test_compat.py` (1, 2, 5-8), `tests/commands/test_archive_safety.py` (3, 4),
-`tests/test_startup_noise.py` (9), `tests/predictors/test_predict_errors.py` (10, 11) and
-`tests/test_preimport_hook.py` (the hook itself).
+`tests/test_startup_noise.py` (9), `tests/predictors/test_predict_errors.py` (10, 11),
+`tests/results/test_test_split.py` (16) and `tests/test_preimport_hook.py` (the hook itself).
 
 How fixes 5-9 are applied: a `.pth` file. `pip install` (editable or not) puts
 `allennlp_tune.pth` in site-packages (setup.py's `build_py_with_pth`, as setuptools ships its
@@ -115,6 +115,14 @@ can still be done then.
    runs, the names it imports from those libraries are bound to stand-ins (a function that
    calls the real one, a class that acts as the real one, a module that reads the real one)
    that import the library on first use; nothing else changes.
+
+16. AllenNLP's `TrainModel` builds a data loader for `test_data_path` whenever a config has one,
+   and its `MultiProcessDataLoader` reads every instance at construction, so training read the
+   test file even without `evaluate_on_test` and a bad row there (an unknown label) failed every
+   run, though `datasets_for_vocab_creation` left the test split out. We pass it no
+   `test_data_path` when `datasets_for_vocab_creation` leaves the test split out and
+   `evaluate_on_test` is off (every task config of `experiment.libsonnet`);
+   `config.json` and the archive keep it, for `allennlp evaluate`, `--test` and `tune-test`.
 
 Fixes 12-15 act from the start-up hook too (`allennlp.commands`, `allennlp.common.plugins`,
 py-rouge's `rouge.rouge`, `allennlp.data.image_loader` and the modules of fix 15); they are
@@ -484,3 +492,33 @@ def _patch_predict_input() -> None:
 
 
 _patch_predict_input()
+
+
+# ---- 16. the test split, unread in training ---------------------------------------------------
+
+
+def _patch_unread_test_split() -> None:
+    """`TrainModel.from_partial_objects` without the test data loader unless the run evaluates
+    on test or builds its vocabulary from it (fix 16)."""
+    import functools
+
+    from allennlp.commands.train import TrainModel
+
+    original = TrainModel.from_partial_objects.__func__  # type: ignore[attr-defined]
+    if getattr(original, "_tune_unread_test", False):
+        return
+
+    @functools.wraps(original)
+    def from_partial_objects(cls, *args: Any, **kwargs: Any) -> Any:
+        # No `datasets_for_vocab_creation`: AllenNLP builds the vocabulary from every split.
+        vocabulary_splits = kwargs.get("datasets_for_vocab_creation")
+        reads_test = vocabulary_splits is None or "test" in vocabulary_splits
+        if not kwargs.get("evaluate_on_test", False) and not reads_test:
+            kwargs["test_data_path"] = None
+        return original(cls, *args, **kwargs)
+
+    from_partial_objects._tune_unread_test = True  # type: ignore[attr-defined]
+    TrainModel.from_partial_objects = classmethod(from_partial_objects)  # type: ignore
+
+
+_patch_unread_test_split()

@@ -172,7 +172,9 @@ local task_object(task) =
         std.mergePatch(reader, task.validation_reader),
       train_data_path: task.train,
       validation_data_path: task.validation,
-      // Recorded for `allennlp evaluate`; training never reads it, not even for the vocabulary.
+      // Recorded for `allennlp evaluate`, --test and tune-test; training never reads it, not even
+      // for the vocabulary (AllenNLP's train read it whole all the same: allennlp_tune/compat.py,
+      // fix 16).
       [if std.objectHas(task, "test") then "test_data_path"]: task.test,
       [if std.objectHas(task, "test") then "datasets_for_vocab_creation"]: ["train", "validation"],
       model: model,

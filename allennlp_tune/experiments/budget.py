@@ -53,6 +53,7 @@ from allennlp_tune.experiments.search import (
     INTERRUPTED_ATTR,
     SearchParam,
     _load_params,
+    check_config,
     interrupted,
     interrupted_settings,
     run_search,
@@ -224,6 +225,25 @@ def check_budget_options(
                     "(each mode over the same number of trials); leave it out, or set the "
                     f'range with --space {mode}="...".'
                 )
+
+
+def check_spaces(
+    configs: Dict[str, Path],
+    family: str,
+    ext_vars: Dict[str, str],
+    overrides: Optional[str],
+    spaces: Optional[Dict[str, Tuple[str, ...]]],
+) -> None:
+    """
+    Each mode's space against its config (mode -> config), with the check its search makes when
+    its trials start (`search.check_config`: no variable twice, every value it can draw taken
+    by the config, every variable read), for every mode before the plan and the first trial:
+    `--plan-only` refuses what the trials would.
+    """
+    variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+    for mode, config in configs.items():
+        option = f"--space {mode}" if mode in (spaces or {}) else f"--budget ({mode}'s space)"
+        check_config(config, mode_space(mode, family, spaces), variables, overrides, option)
 
 
 def _leaves(value: Any, prefix: str = "") -> Dict[str, Any]:

@@ -52,7 +52,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.configs import check_results_dir
-from allennlp_tune.experiments.encoder_check import check_encoder_available
+from allennlp_tune.experiments.encoder_check import check_block_modes, check_encoder_available
 from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.experiments.task_checks import (
     MAX_NAME_LENGTH,
@@ -432,8 +432,12 @@ def config_text(task: Task, encoder: Encoder, mode: str) -> str:
     )
 
 
-def check_modes(modes: Sequence[str], encoder: Encoder) -> None:
-    """Refuses an unknown mode, and a transformer-only mode (lora) with ELMo, naming both."""
+def check_modes(
+    modes: Sequence[str], encoder: Encoder, ext_vars: Optional[Dict[str, str]] = None
+) -> None:
+    """Refuses an unknown mode, a transformer-only mode (lora) with ELMo, naming both, and a
+    block mode larger than the encoder (`encoder_check.check_block_modes`; ELMo's options file
+    from `ext_vars` or the environment)."""
     for mode in modes:
         if not is_run_mode(mode):
             raise ConfigurationError(f"--modes {mode!r}: expected {MODES_EXPECTED}.")
@@ -444,6 +448,9 @@ def check_modes(modes: Sequence[str], encoder: Encoder) -> None:
                 "LSTMs) has none. With --encoder elmo use bitfit (ELMo's bias terms train), ft, "
                 "fe or sf."
             )
+    options = (ext_vars or {}).get("TUNE_ELMO_OPTIONS") or os.environ.get("TUNE_ELMO_OPTIONS")
+    model = options if encoder.family == ELMO else encoder.ext_vars.get(BERT_MODEL_EXT_VAR)
+    check_block_modes(modes, encoder.family, model)
 
 
 def write_configs(
@@ -461,7 +468,7 @@ def write_configs(
     folder = Path(results_dir) / CONFIGS_DIR_NAME
     folder.mkdir(parents=True, exist_ok=True)
     configs = []
-    check_modes(modes, encoder)
+    check_modes(modes, encoder, ext_vars)
     for mode in modes:
         stem = f"{task.name}_{encoder.label}_{mode}"
         if parse_run_name(stem) != (RunName(task.name, encoder.label, mode), None):
@@ -531,7 +538,7 @@ def run_compare(
             )
         ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
     chosen = resolve_encoder(encoder, encoder_label, ext_vars)
-    check_modes(modes, chosen)
+    check_modes(modes, chosen, ext_vars)
     unique_modes = list(dict.fromkeys(modes))
     if budget is not None:
         # Lazy, as the rounds below: the search brings Optuna's room.
@@ -551,6 +558,10 @@ def run_compare(
     check_results_dir(results_dir)
     configs = write_configs(task, chosen, unique_modes, results_dir, ext_vars)
     written = dict(zip(unique_modes, configs))
+    if budget is not None:  # every mode's space, before the plan and any mode's first trial
+        from allennlp_tune.experiments.budget import check_spaces
+
+        check_spaces(written, chosen.family, ext_vars, overrides, spaces)
     mode_ext_vars = None
     if budget is not None and (grid_options.get("plan") or grid_options.get("plan_only")):
         # The whole decision's cost before its first trial; the seeds' own plan follows the

@@ -8,6 +8,10 @@ Hub within `HUB_TIMEOUT_S` seconds, without retries.
 Written against every huggingface_hub the lanes install (0.10 with stock AllenNLP, 0.36 in the
 lock, 2.x in the modern lock, whose HTTP client is httpx instead of requests): it reads the
 cache folders itself, and tells the Hub's answers apart by status code and exception name.
+
+`check_block_modes`: a block mode `topK` / `bottomK` of more layer groups than the encoder has
+(`top99` of a 4-layer BERT) is refused before any plan or run, by the embedder's own rule
+(`parse_tuned_groups`) over the groups the encoder's config gives.
 """
 
 import os
@@ -15,7 +19,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import List, Mapping, NoReturn, Optional
+from typing import List, Mapping, NoReturn, Optional, Sequence
 
 from allennlp.common.checks import ConfigurationError
 
@@ -173,3 +177,39 @@ def check_encoder_available(
             f"{offline.split('=')[0]} and download it first: {hub_command('download', name)}."
         )
     _ask_hub(name, environ, timeout)
+
+
+def check_block_modes(modes: Sequence[str], family: str, model: Optional[str]) -> None:
+    """
+    Refuses a block mode (`block_groups`) whose K exceeds the encoder's layer groups (its
+    embeddings, or ELMo's char CNN, then one per layer), as its embedder would when the run
+    builds it: `model` is the transformer's name or folder, or ELMo's options file (only a
+    local one is read). An encoder whose size cannot be read is left to the runs.
+    """
+    from allennlp_tune.modes import block_groups
+
+    blocks = [mode for mode in modes if block_groups(mode) is not None]
+    if not blocks or not model:
+        return
+    from allennlp_tune.modules.token_embedders.freezable import parse_tuned_groups
+    from allennlp_tune.planning.encoder_size import elmo_size, transformer_size
+
+    try:
+        size = elmo_size(model) if family == "elmo" else transformer_size(model)
+    except Exception:  # not readable here: the run's own check says why
+        return
+    if size is None:
+        return
+    first, layer = ("char_cnn", "lstm") if family == "elmo" else ("embeddings", "layer")
+    names = [first] + [f"{layer}_{index}" for index in range(size.num_layers)]
+    for mode in blocks:
+        groups = block_groups(mode)
+        try:
+            parse_tuned_groups(groups, names, "fine_tuning", "embedder")
+        except ConfigurationError:
+            raise ConfigurationError(
+                f"--modes {mode}: {model} has {len(names)} layer groups ({first} and "
+                f"{size.num_layers} layers), fewer than the block's {groups.split(':')[1]}; "
+                f"give K from 1 to {len(names)} (top{len(names)} or bottom{len(names)} "
+                "fine-tunes every group, as ft does)."
+            ) from None

@@ -8,6 +8,8 @@ Each `--param` names an ext var the config reads with `std.extVar` and its range
 - `TUNE_BATCH_SIZE=8,16,32` a choice among strings.
 
 Values reach the config as strings, like every ext var (read numbers with `std.parseJson`).
+Before any trial the config is checked against the parameters (`search_space.check_config`:
+no variable twice, every value a trial can draw taken, every variable read).
 `TUNE_SEED` is the seed (`--seed`, default 1); `--ext-var KEY=VALUE` fixes others.
 `--enqueue "TUNE_LR=1e-4 TUNE_EPOCHS=5"` (a value for every `--param`) runs those settings first,
 within `--trials`, unless the study already has a trial with them (queued, running, complete or
@@ -62,6 +64,12 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.outputs import predict_in_process, record_run_outputs, run_record
 from allennlp_tune.experiments.process import SigtermAsInterrupt
+from allennlp_tune.experiments.search_space import (  # noqa: F401  (re-exported: search's API)
+    SearchParam,
+    _load_params,
+    check_config,
+    parse_settings,
+)
 from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
     FAILED,
@@ -70,7 +78,6 @@ from allennlp_tune.rundir import (
     PRUNED,
     RUN_INFO_NAME,
     SEED_EXT_VAR,
-    metric_of_config,
     move_aside,
     read_json,
     timestamp,
@@ -105,129 +112,6 @@ def interrupted_settings(study: Any) -> List[Dict[str, Any]]:
     """The searched values of the study's interrupted trials, oldest first: what a resumed
     search runs again (through `enqueue_settings`, which skips those already rerun)."""
     return [dict(trial.params) for trial in study.get_trials(deepcopy=False) if interrupted(trial)]
-
-
-def _is_int_literal(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
-
-
-@dataclass(frozen=True)
-class SearchParam:
-    """One searched ext var: a float or integer range, or a list of string choices."""
-
-    name: str
-    low: Optional[float] = None
-    high: Optional[float] = None
-    log: bool = False
-    integer: bool = False
-    choices: Optional[Tuple[str, ...]] = None
-
-    @classmethod
-    def parse(cls, spec: str) -> "SearchParam":
-        """`NAME=low:high[:log]` or `NAME=choice1,choice2,...`; errors say what was expected."""
-        usage = (
-            f"--param {spec!r}: expected NAME=low:high, NAME=low:high:log or "
-            "NAME=choice1,choice2 (e.g. TUNE_LR=1e-5:1e-3:log, TUNE_EPOCHS=1:4, "
-            "TUNE_DROPOUT=0.0,0.1,0.3)"
-        )
-        name, equals, values = spec.partition("=")
-        if not equals or not name.isidentifier() or not values:
-            raise ConfigurationError(usage)
-        if name == SEED_EXT_VAR:
-            raise ConfigurationError(f"--param {name}: the seed is --seed, not a hyperparameter.")
-        if ":" in values:
-            parts = values.split(":")
-            log = len(parts) == 3 and parts[2] == "log"
-            if len(parts) not in (2, 3) or (len(parts) == 3 and not log):
-                raise ConfigurationError(usage)
-            try:
-                low, high = float(parts[0]), float(parts[1])
-            except ValueError:
-                raise ConfigurationError(usage) from None
-            if not low < high:
-                raise ConfigurationError(f"--param {spec!r}: low ({low}) must be below high.")
-            if log and low <= 0:
-                raise ConfigurationError(f"--param {spec!r}: a log range needs low > 0.")
-            integer = _is_int_literal(parts[0]) and _is_int_literal(parts[1])
-            return cls(name, low, high, log=log, integer=integer)
-        choices = tuple(choice.strip() for choice in values.split(","))
-        if len(choices) < 2 or not all(choices):
-            raise ConfigurationError(
-                f"{usage}. For a fixed value use --ext-var {name}={values} instead."
-            )
-        return cls(name, choices=choices)
-
-    def suggest(self, trial: Any) -> str:
-        """Asks the trial for a value and returns it as the ext var string."""
-        if self.choices is not None:
-            return str(trial.suggest_categorical(self.name, list(self.choices)))
-        if self.integer:
-            return str(trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log))
-        return repr(trial.suggest_float(self.name, self.low, self.high, log=self.log))
-
-    def value(self, text: str, source: str) -> Any:
-        """
-        `text` as a value of this parameter, as the trial would suggest it (float, int or
-        choice), for `--enqueue`; `source` names where it came from in the error.
-        """
-        if self.choices is not None:
-            if text not in self.choices:
-                raise ConfigurationError(
-                    f"{source}: {self.name}={text} is not one of the --param choices "
-                    f"{', '.join(self.choices)}."
-                )
-            return text
-        try:
-            value: Any = int(text) if self.integer else float(text)
-        except ValueError:
-            kind = "an integer" if self.integer else "a number"
-            raise ConfigurationError(
-                f"{source}: {self.name}={text} is not {kind} (its --param is a range)."
-            ) from None
-        if not (self.low <= value <= self.high):
-            raise ConfigurationError(
-                f"{source}: {self.name}={text} is outside its --param range "
-                f"{self.low:g}..{self.high:g}; widen the range or change the value."
-            )
-        return value
-
-    def examples(self) -> Tuple[str, str]:
-        """Two different values, to check that the config reads this ext var."""
-        if self.choices is not None:
-            return self.choices[0], self.choices[-1]
-        if self.integer:
-            return str(int(self.low)), str(int(self.high))
-        return repr(self.low), repr(self.high)
-
-
-def parse_settings(text: str, params: Sequence[SearchParam]) -> Dict[str, Any]:
-    """
-    One `--enqueue` value, `"NAME=VALUE NAME=VALUE ..."` with a value for every searched
-    parameter and nothing else, as the Optuna params of a trial to run first.
-    """
-    source = f"--enqueue {text!r}"
-    by_name = {param.name: param for param in params}
-    settings: Dict[str, Any] = {}
-    for word in text.split():
-        name, equals, value = word.partition("=")
-        if not equals or not value:
-            raise ConfigurationError(f"{source}: {word!r} is not NAME=VALUE.")
-        if name not in by_name:
-            raise ConfigurationError(
-                f"{source}: {name} is not searched (the --param names are "
-                f"{', '.join(by_name)}); fix a value with --ext-var instead."
-            )
-        if name in settings:
-            raise ConfigurationError(f"{source}: {name} is given twice.")
-        settings[name] = by_name[name].value(value, source)
-    missing = [name for name in by_name if name not in settings]
-    if missing:
-        raise ConfigurationError(f"{source}: give a value for {', '.join(missing)} as well.")
-    return settings
 
 
 def enqueue_settings(study: Any, settings: Sequence[Dict[str, Any]]) -> int:
@@ -270,39 +154,6 @@ def enqueue_settings(study: Any, settings: Sequence[Dict[str, Any]]) -> int:
         known.append(values)
         queued += 1
     return queued
-
-
-def _load_params(config: Path, ext_vars: Dict[str, str], overrides: Optional[str]):
-    from allennlp.common.params import Params
-
-    try:
-        return Params.from_file(str(config), overrides or "", ext_vars)
-    except RuntimeError as error:  # Jsonnet's errors, e.g. an ext var that is not set
-        raise ConfigurationError(
-            f"{config} does not evaluate with ext vars {sorted(ext_vars)}: {error}".strip()
-        ) from None
-
-
-def check_config(
-    config: Path,
-    params: Sequence[SearchParam],
-    ext_vars: Dict[str, str],
-    overrides: Optional[str] = None,
-) -> Tuple[str, bool]:
-    """
-    Evaluates the config before any trial: it must evaluate, and each searched ext var must
-    change it (a misspelt `--param` would search nothing). Returns (metric, higher is better).
-    """
-    base = {**ext_vars, **{param.name: param.examples()[0] for param in params}}
-    evaluated = _load_params(config, base, overrides).as_dict(quiet=True)
-    for param in params:
-        changed = _load_params(config, {**base, param.name: param.examples()[1]}, overrides)
-        if changed.as_dict(quiet=True) == evaluated:
-            raise ConfigurationError(
-                f"--param {param.name}: {config} does not change when {param.name} does; "
-                f'does it read std.extVar("{param.name}")?'
-            )
-    return metric_of_config(evaluated)
 
 
 def _train_trial(

@@ -5,7 +5,9 @@ Counting a config's data as its encoder will see it, without indexing or embeddi
 `max_instances`, pair encoding and the task's filters are honoured) and counts instances, the
 sequences the encoder sees (text fields with a transformer or ELMo indexer: one feature-cache
 entry each), their wordpieces, and the most wordpieces one instance puts through the encoder
-(its sequences' sum: the planner's memory term, the longest batch's activations):
+(its sequences' sum: the planner's memory term, the longest batch's activations), and the
+longest transformer sequence and where it is (`line N` of a task reader's file, else `instance
+N`), which the planner holds against the encoder's positions:
 
 - a `pretrained_transformer` field's tokens are its wordpieces (special tokens included);
 - a `pretrained_transformer_mismatched` field (the tagger) is split into wordpieces by its
@@ -39,6 +41,9 @@ class DataCount:
     wordpieces: int = 0
     seconds: float = 0.0
     longest: int = 0
+    # The most wordpieces of one transformer sequence, and where it is ("line 7", "instance 3").
+    longest_sequence: int = 0
+    longest_at: Optional[str] = None
 
 
 def _field_wordpieces(text_field) -> Optional[Tuple[str, int]]:
@@ -88,6 +93,10 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
             if found is not None:
                 count.sequences += 1
                 count.wordpieces += found[1]
+                if found[0] == "transformer" and found[1] > count.longest_sequence:
+                    count.longest_sequence = found[1]
+                    line = getattr(reader, "last_line", None)
+                    count.longest_at = f"line {line}" if line else f"instance {count.instances}"
                 return found[1]
         elif isinstance(value, ListField):
             return sum(visit(inner) for inner in value.field_list)
@@ -96,7 +105,7 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
     with quiet:
         for instance in reader.read(data_path):
             reader.apply_token_indexers(instance)
-            count.instances += 1
+            count.instances += 1  # before `visit`, which names the instance by its number
             wordpieces = sum(visit(value) for value in instance.fields.values())
             count.longest = max(count.longest, wordpieces)
     count.seconds = time.monotonic() - started

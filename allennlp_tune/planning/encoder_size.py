@@ -28,6 +28,8 @@ class EncoderSize:
     num_layers: int  # hidden layers (transformer) or biLSTM layers (ELMo)
     hidden_size: int  # the width of one layer's features
     params: Optional[int] = None  # estimated from the config; None where unknown
+    # The most wordpieces one input may have (a transformer's `max_position_embeddings`).
+    max_positions: Optional[int] = None
 
     @property
     def work_scale(self) -> Optional[float]:
@@ -80,6 +82,7 @@ def transformer_size(model_name: str) -> EncoderSize:
         num_layers=int(config.num_hidden_layers),
         hidden_size=int(config.hidden_size),
         params=_bert_layout_params(config),
+        max_positions=getattr(config, "max_position_embeddings", None) or None,
     )
 
 

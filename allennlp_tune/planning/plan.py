@@ -35,7 +35,10 @@ then stops) and refuses the whole grid, before any run folder is written, when a
 would not fit its budget (`budget_failures`, naming the setting to change: `feature_cache.disk_mb`,
 `feature_cache.min_free_mb`, `feature_cache.directory` / `TUNE_FEATURE_CACHE_DIR`, or no cache:
 `TUNE_FEATURE_CACHE=false`); `--plan-only` also fails on a cell whose runs could not train
-(`plan_problems`). `--no-plan` skips the planner altogether. A cell that cannot be planned (a
+(`plan_problems`): a split that does not read (validation and test are read whole too, as the
+runs and `--test` read them, so a bad row is named by file and line), and an input longer than
+the encoder's positions that the embedder would refuse (`_check_positions`, naming its file and
+line). `--no-plan` skips the planner altogether. A cell that cannot be planned (a
 config without a reader, a missing data file) gets "n/a" and a note; it is not refused (the run
 itself will say what is wrong). Each cell is checked on its own:
 cells of one grid that share a cache folder and encoder share entries (fe and sf of a task), so
@@ -69,7 +72,8 @@ class CellPlan:
     stem: str
     mode: Optional[str] = None
     data: Optional[DataCount] = None
-    validation: Optional[DataCount] = None  # counted for the cache estimate only
+    validation: Optional[DataCount] = None  # read as training will (`_read_other_splits`)
+    test: Optional[DataCount] = None  # read as --test will; training does not read it
     encoder: Optional[EncoderSize] = None
     cache_layers: Optional[int] = None
     cache_config: Optional[Dict[str, Any]] = None
@@ -100,7 +104,9 @@ class CellPlan:
     # The config as rendered for the run (None where it did not render), for the calibration.
     rendered: Optional[Dict[str, Any]] = field(default=None, repr=False)
     notes: List[str] = field(default_factory=list)
-    # The notes that mean a run of this cell cannot train (no config, encoder or train data).
+    # The notes that mean a run of this cell cannot train (no config, encoder or train data, a
+    # bad validation row, an input longer than the encoder's positions), or that --test could
+    # not score it (a bad test row).
     problems: List[str] = field(default_factory=list)
 
     def problem(self, text: str) -> None:
@@ -186,6 +192,8 @@ def plan_cell(
         and plan.encoder is not None
     ):
         _estimate_cache(plan, embedder, cache, rendered, cache_directory)
+    _read_other_splits(plan, rendered)
+    _check_positions(plan, embedder, rendered)
     _estimate_cost(plan, rendered, cost_model)
     return plan
 
@@ -219,6 +227,68 @@ def _count_train_data(plan: CellPlan, rendered: Mapping[str, Any]) -> None:
             plan.data = cached_count(reader_config, train_path)
         except Exception as error:
             plan.problem(f"train data not readable: {type(error).__name__}: {error}"[:300])
+
+
+def _read_problem(split: str, path: str, error: Exception) -> str:
+    """What stops a split's reading: a reader's own error (it names the file, the line and the
+    fix) as its first line, another as its type and text."""
+    if isinstance(error, ConfigurationError):
+        return f"{split} data: {str(error).strip().splitlines()[0]}"
+    return f"{split} data {path} not readable: {type(error).__name__}: {error}"[:300]
+
+
+def _read_other_splits(plan: CellPlan, rendered: Mapping[str, Any]) -> None:
+    """
+    The validation split (which every run reads) and the test split (which `--test` and
+    `tune-test` read, training does not), each read whole with the config's validation reader
+    (else its reader), as AllenNLP builds their loaders: a bad row, a missing file, is a
+    problem naming them (`--plan-only` refuses on it).
+    """
+    reader = rendered.get("validation_dataset_reader") or rendered.get("dataset_reader")
+    if plan.data is None or not isinstance(reader, dict):
+        return  # no train data read: the config's own problem is noted already
+    for split, key in (("validation", "validation_data_path"), ("test", "test_data_path")):
+        path = rendered.get(key)
+        if not isinstance(path, str) or (split == "validation" and plan.validation is not None):
+            continue
+        later = (
+            " (read by --test and tune-test; training does not read it)" if split == "test" else ""
+        )
+        if "://" not in path and not os.path.exists(path):
+            plan.problem(f"{split} data {path} does not exist{later}")
+            continue
+        try:
+            setattr(plan, split, cached_count(reader, path))
+        except Exception as error:  # the reader's ConfigurationError names file and line
+            plan.problem(_read_problem(split, path, error) + later)
+
+
+def _check_positions(
+    plan: CellPlan, embedder: Optional[Dict[str, Any]], rendered: Mapping[str, Any]
+) -> None:
+    """
+    A split whose longest input has more wordpieces than the transformer's positions, with no
+    `max_length` on the embedder to fold it, is a problem naming the file and line: the
+    embedder refuses the batch that holds it (`an input has N wordpieces but the model has M
+    positions`), which names neither.
+    """
+    positions = plan.encoder.max_positions if plan.encoder is not None else None
+    if not positions or embedder is None or embedder.get("max_length") is not None:
+        return
+    splits = (
+        ("train", "train_data_path", plan.data, "every run would fail on it"),
+        ("validation", "validation_data_path", plan.validation, "every run would fail on it"),
+        ("test", "test_data_path", plan.test, "--test and tune-test would fail on it"),
+    )
+    for split, key, count, outcome in splits:
+        if count is None or count.longest_sequence <= positions:
+            continue
+        plan.problem(
+            f"{rendered.get(key)}, {count.longest_at}: an input of {count.longest_sequence} "
+            f"wordpieces, but {plan.encoder.name} has {positions} positions ({split} data: "
+            f"{outcome}); shorten or remove it, or set max_length (at most {positions}) on "
+            "the pretrained_transformer indexer and the embedder, so that long inputs are folded"
+        )
 
 
 def _estimate_cache(

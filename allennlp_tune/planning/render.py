@@ -169,13 +169,14 @@ def show_plans(
     """
     What tune-grid and tune-compare say before anything trains: time a few batches of each
     cell on this machine (`calibrate.calibrate_plans`, when `calibrate` and
-    `TUNE_PLAN_CALIBRATE` allow, and not for plans refused for their caches: such a grid is not
-    worth the timing; "timing a few training batches" only when a batch is timed, not when every
-    cell was measured from its finished runs or timed before in this process), then
+    `TUNE_PLAN_CALIBRATE` allow, and not for plans refused for their caches, nor with
+    `plan_only` for plans with problems: such a grid is not worth the timing; "timing a few
+    training batches" only when a batch is timed, not when every cell was measured from its
+    finished runs or timed before in this process), then
     `tool: heading` and the table (`print_plan`), on stdout with
     `plan_only`, else stderr. Raises a `ConfigurationError` when a cell's cache would not fit
-    (`plan.budget_failures`) and, with `plan_only`, when a cell cannot train
-    (`plan.plan_problems`), after the table.
+    (`plan.budget_failures`) and, with `plan_only`, when a cell cannot train or a split it
+    names does not read (`plan.plan_problems`), after the table.
     """
     from allennlp.common.checks import ConfigurationError
 
@@ -184,7 +185,9 @@ def show_plans(
 
     stream = sys.stdout if plan_only else sys.stderr
     refused = budget_failures(plans)
-    if calibrate and calibration_enabled() and not refused:
+    problems = plan_problems(plans)
+    # Nor for a plan-only refused on its problems: its runs cannot start, timing them is waste.
+    if calibrate and calibration_enabled() and not refused and not (plan_only and problems):
 
         def announce() -> None:
             stream.write(f"{tool}: timing a few training batches of each cell on this machine\n")
@@ -195,9 +198,8 @@ def show_plans(
     print_plan(plans, stream)
     if refused:
         raise ConfigurationError(f"nothing was trained: {refused}")
-    problems = plan_problems(plans)
     if plan_only and problems:
-        raise ConfigurationError(f"the plan found runs that cannot train: {problems}")
+        raise ConfigurationError(f"the plan found what would fail: {problems}")
 
 
 def _clock(seconds: float) -> str:

@@ -84,3 +84,31 @@ def test_a_block_larger_than_the_encoder_names_its_groups(tmp_path, monkeypatch)
         monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match=r"tuned_groups is 'top:9': K out of range"):
         run_allennlp(monkeypatch, "train", str(config), "-s", str(tmp_path / "run"))
+
+
+@pytest.mark.parametrize("mode", ["top99", "bottom6"])
+def test_plan_only_refuses_a_block_larger_than_the_encoder(tmp_path, monkeypatch, capsys, mode):
+    """`tune-compare --modes top99 --plan-only` on the 4-layer fixture BERT (5 groups): refused
+    in a line, as the run's embedder would refuse it (on abacd86 it planned, exit 0, and every
+    run then failed); a block of every group plans."""
+    from allennlp_tune.data.paths import FIXTURE_DATA_DIR, FIXTURE_MODELS_DIR
+    from tests.results.test_compare import allennlp
+
+    bert = FIXTURE_MODELS_DIR / "bert-uncased"
+    argv = ["tune-compare", "sst2", "--encoder", str(bert), "--modes", mode, "--plan-only"]
+    argv += ["--results-dir", str(tmp_path / "out"), "--no-calibrate", "--no-progress"]
+    assert allennlp(monkeypatch, *argv, "--ext-var", f"TUNE_DATA_DIR={FIXTURE_DATA_DIR}") == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        f"allennlp tune-compare: --modes {mode}: {bert} has 5 layer groups (embeddings and 4 "
+        f"layers), fewer than the block's {mode.strip('topbm')}; give K from 1 to 5 (top5 or "
+        "bottom5 fine-tunes every group, as ft does)."
+    )
+    assert not (tmp_path / "out").exists()
+    from allennlp_tune.experiments.encoder_check import check_block_modes
+
+    check_block_modes(["top5", "bottom5"], "bert", str(bert))
+    elmo = FIXTURE_MODELS_DIR / "elmo" / "options.json"  # 2 LSTM layers: 3 groups
+    check_block_modes(["top3"], "elmo", str(elmo))
+    with pytest.raises(ConfigurationError, match="has 3 layer groups .char_cnn and 2 layers"):
+        check_block_modes(["bottom4"], "elmo", str(elmo))

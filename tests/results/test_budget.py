@@ -136,6 +136,56 @@ def test_budget_options_are_checked_before_anything_trains(tmp_path, monkeypatch
     assert mode_space("top1", "bert") == mode_space("ft", "bert")
 
 
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        # A variable no config reads, and one only another mode's config reads.
+        (
+            "TUNE_LR=1e-5:1e-4:log TUNE_EPOHCS=1:2",
+            "--space ft TUNE_EPOHCS: {config} does not change when TUNE_EPOHCS does; does it "
+            'read std.extVar("TUNE_EPOHCS")? Did you mean TUNE_EPOCHS?',
+        ),
+        (
+            "TUNE_LR=1e-5:1e-4:log TUNE_FROZEN_EPOCHS=1:2",
+            "--space ft TUNE_FROZEN_EPOCHS: {config} does not change when TUNE_FROZEN_EPOCHS",
+        ),
+        # Integer variables: a range the config's own checks refuse at its end, or inside it.
+        (
+            "TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=0:2",
+            "--space ft TUNE_EPOCHS=0:2: the search can draw TUNE_EPOCHS=0, which {config} "
+            "refuses: RUNTIME ERROR: TUNE_EPOCHS is '0'; expected an integer >= 1",
+        ),
+        (
+            "TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=1.5:2.5",
+            "--space ft TUNE_EPOCHS=1.5:2.5: the search can draw TUNE_EPOCHS=1.5, which {config} "
+            "refuses: RUNTIME ERROR: TUNE_EPOCHS is '1.5'; expected an integer >= 1",
+        ),
+        (
+            "TUNE_LR=1e-5:1e-4:log TUNE_EPOCHS=1.0:3.0",
+            "--space ft TUNE_EPOCHS=1.0:3.0: the search can draw TUNE_EPOCHS=1.74, which ",
+        ),
+        (
+            "TUNE_EPOCHS=1:2 TUNE_EPOCHS=2:3",
+            "--space ft: TUNE_EPOCHS is given twice (TUNE_EPOCHS=1:2 and TUNE_EPOCHS=2:3)",
+        ),
+    ],
+)
+def test_plan_only_refuses_a_space_the_trials_would(tmp_path, monkeypatch, capsys, space, message):
+    """`--budget --plan-only` checks every mode's space as its search does when its trials start
+    (`search.check_config`), so a space it passes is one the trials take: on abacd86 each of
+    these planned (exit 0), and the trials then failed or were refused."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+    argv = ["tune-compare", str(task), "--encoder", str(BERT), "--results-dir", str(results)]
+    argv += ["--modes", "ft", "--budget", "2", "--space", f"ft={space}", "--plan-only"]
+    assert allennlp(monkeypatch, *argv, "--no-calibrate", "--no-progress") == 2
+    err = capsys.readouterr().err
+    config = results / "configs" / "reviews_bertuncased_ft.jsonnet"
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("allennlp tune-compare: " + message.format(config=config)), line
+    assert "Traceback" not in err and not (results / "search").exists()
+
+
 def test_each_modes_start_is_its_configs_own_recipe(tmp_path):
     """Read off the rendered config: ft 2e-5 x 3, bitfit 3e-3 x 5, fe 1e-3 with its network's
     dropout and patience 3; a default outside the space is not enqueued, and says why."""

@@ -328,3 +328,46 @@ def test_a_cached_encoder_and_a_folder_need_no_network(tmp_path, monkeypatch):
     assert resolve_encoder("some-org/cached").ext_vars == {"TUNE_BERT_MODEL": "some-org/cached"}
     assert resolve_encoder(str(BERT)).ext_vars == {"TUNE_BERT_MODEL": str(BERT)}
     assert resolve_encoder("elmo").family == "elmo"
+
+
+def plan_refusal(parser, capsys, tmp_path: Path, task: Path) -> str:
+    """The one line `--plan-only` refuses `task` with after its plan (nothing trained)."""
+    code, err = tune_compare(parser, capsys, tmp_path, task)
+    assert code == 2, err
+    assert "Traceback" not in err and not (tmp_path / "results" / "reviews_bertuncased_ft").exists()
+    line = err.strip().splitlines()[-1]
+    prefix = "allennlp tune-compare: the plan found what would fail: reviews_bertuncased_ft: "
+    assert line.startswith(prefix), line
+    return line[len(prefix) :]
+
+
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_plan_only_names_the_row_longer_than_the_encoders_positions(
+    parser, capsys, tmp_path, split
+):
+    """A row of more wordpieces than the fixture BERT's 64 positions (line 3: the header, then
+    two rows): on abacd86 `--plan-only` planned it (exit 0) and every run then failed in the
+    embedder, naming no file or line."""
+    task = write_task(tmp_path / "task")
+    data = tmp_path / "task" / f"{split}.csv"
+    lines = data.read_text(encoding="utf-8").splitlines()
+    lines[2] = '"' + " ".join(["film"] * 100) + '",' + lines[2].rsplit(",", 1)[1]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    problem = plan_refusal(parser, capsys, tmp_path, task)
+    assert problem.startswith(f"{data}, line 3: an input of 102 wordpieces, but {BERT} has 64 ")
+    assert "shorten or remove it, or set max_length (at most 64)" in problem
+
+
+def test_plan_only_reads_the_test_split_and_names_its_bad_row(parser, capsys, tmp_path):
+    """A test file with a label the train file lacks: `--plan-only` reads the test split as
+    `--test` will and names the row (on abacd86 it planned, exit 0, and every run then failed:
+    AllenNLP's train read the test file whole); a good test file plans."""
+    test_file = tmp_path / "task" / "test.csv"
+    task = write_task(tmp_path / "task", test="test.csv")
+    test_file.write_text("review,sentiment\na fine film,pos\nso so,meh\n", encoding="utf-8")
+    problem = plan_refusal(parser, capsys, tmp_path, task)
+    assert problem.startswith(f"test data: {test_file}, line 3: unknown label (column ")
+    assert "'meh'" in problem and problem.endswith("training does not read it)")
+    test_file.write_text("review,sentiment\na fine film,pos\nso so,neg\n", encoding="utf-8")
+    code, err = tune_compare(parser, capsys, tmp_path, task)
+    assert code == 0, err

@@ -229,3 +229,30 @@ def test_no_test_split_and_runs_without_archive_are_said_in_a_line(tmp_path, mon
     assert scoring.failed == [run] and not scoring.scored
     assert any(f"{run}: not scored on test: it has no model.tar.gz" in n for n in scoring.notes)
     assert any("1 complete run(s) have no test_data_path" in note for note in scoring.notes)
+
+
+def test_training_never_reads_the_test_file_and_test_scoring_names_its_bad_row(
+    tmp_path, tiny_config, tiny_ext_vars
+):
+    """A test file with an unknown label (line 4): the runs train (the config leaves the test
+    split out of the vocabulary, as every task config does; AllenNLP's train still read it
+    whole and failed every run), and only scoring on test refuses it, naming the file and line."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    test_file = folder / "test.tsv"
+    rows = [("sentence", "label"), ("a charming film", "1"), ("slow", "0"), ("so so", "7")]
+    test_file.write_text("".join(f"{text}\t{label}\n" for text, label in rows), encoding="utf-8")
+    config = folder / "sst2_bow_ft.jsonnet"
+    patch = {
+        "test_data_path": str(test_file),
+        "datasets_for_vocab_creation": ["train", "validation"],
+    }
+    config.write_text(f"(import {json.dumps(str(tiny_config))}) + {json.dumps(patch)}\n")
+    results = tmp_path / "results"
+    trained = grid([config], results, tiny_ext_vars, seeds=(1,))
+    assert not trained.failed and len(trained.trained) == 1, trained
+    scoring = score_test_split([results], in_process=True)
+    run = results / "sst2_bow_ft" / "seed_1"
+    assert scoring.failed == [run] and not scoring.scored
+    note = next(note for note in scoring.notes if note.startswith(f"{run}: not scored on test"))
+    assert f"{test_file}, line 4: " in note and "'7'" in note, note

@@ -157,6 +157,8 @@ class TaskReader(DatasetReader):
         self._skip_invalid = skip_invalid
         # How errors name the reader (the CoNLL reader reads its lines through a `TaskReader`).
         self.reader_name = type(self).__name__
+        # The line (first line, for a record over several) of the row last read.
+        self.last_line: Optional[int] = None
 
     def read(self, file_path: PathOrStr) -> Iterator[Instance]:
         check_max_instances(self, file_path)
@@ -277,7 +279,10 @@ class TaskReader(DatasetReader):
                 else:
                     yield line_number, row
 
-        for _, row in self.shard_iterable(self._rows(file_path, parsed(), counts, unit)):
+        for line_number, row in self.shard_iterable(self._rows(file_path, parsed(), counts, unit)):
+            # The line of the row whose instance is built next: the planner names it (a row
+            # longer than the encoder's positions, `planning.data_count`).
+            self.last_line = line_number
             yield row
 
     # ----------------------------------------------------------------------------------------
