@@ -155,9 +155,13 @@ def probe(task: str, train: Split, dev: Split, tokenizer, model) -> Dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", nargs="+", default=["sick_e", "sick_r", "mrpc", "sts_b", "sst2", "cola"])
+    parser.add_argument(
+        "--tasks", nargs="+", default=["sick_e", "sick_r", "mrpc", "sts_b", "sst2", "cola"]
+    )
     parser.add_argument("--model", default=None)
-    parser.add_argument("--data-dir", default=os.environ.get("TUNE_DATA_DIR", str(REPO.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("TUNE_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    )
     parser.add_argument("--sst2-train", type=int, default=8000)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
