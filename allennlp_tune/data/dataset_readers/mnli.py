@@ -7,15 +7,18 @@ from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrSt
 from allennlp.data.instance import Instance
 
 from allennlp_tune.data.dataset_readers.task_reader import (
+    DuplicateKey,
     InvalidRow,
     PairTaskReader,
     json_too_deep_message,
+    unique_keys,
 )
 
 logger = logging.getLogger(__name__)
 
 LABELS = {"entailment": "entailment", "neutral": "neutral", "contradiction": "contradiction"}
 NO_GOLD_LABEL = "-"
+EXPECTED_JSON = "expected a JSON object with sentence1, sentence2 and gold_label"
 
 
 @DatasetReader.register("mnli")
@@ -130,8 +133,10 @@ class MnliReader(PairTaskReader):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(line, object_pairs_hook=unique_keys)
                 yield line_number, (record["sentence1"], record["sentence2"], record["gold_label"])
+            except DuplicateKey as error:
+                yield line_number, InvalidRow(f"{error} (which value is meant?); {EXPECTED_JSON}")
             except (json.JSONDecodeError, KeyError, TypeError) as error:
                 yield (
                     line_number,
