@@ -204,8 +204,8 @@ def test_a_nul_byte_in_a_text_is_refused(tmp_path, caplog):
     path = write(tmp_path, "train.tsv", "good\tpos\nba\x00d\tneg\nbad\tneg\n")
     message = read_error(make_reader(**TSV), path)
     assert message.startswith(
-        f"{path}, line 2: the text (column 0) holds a NUL byte (character 3), which no text has: "
-        "is the file binary, or in another encoding such as UTF-16 (set dataset_reader.encoding)?"
+        f"{path}, line 2: the text (column 0) holds a NUL byte (character 3), which no text has "
+        "(a binary file, or text in another encoding such as UTF-16: set dataset_reader.encoding)."
     )
     skipped_and_counted(TSV, path, caplog, ["pos", "neg"])
     # UTF-16 without a BOM decodes as "UTF-8" with a NUL after every ASCII character.

@@ -157,8 +157,8 @@ def text_problem(value: str) -> Optional[str]:
     position = value.find("\x00")
     if position >= 0:
         return (
-            f"holds a NUL byte (character {position + 1}), which no text has: is the file binary, "
-            "or in another encoding such as UTF-16 (set dataset_reader.encoding)?"
+            f"holds a NUL byte (character {position + 1}), which no text has (a binary file, or "
+            "text in another encoding such as UTF-16: set dataset_reader.encoding)"
         )
     if is_blank(value):
         return "is empty" + blank_detail(value)
