@@ -300,3 +300,8 @@ def test_a_field_over_the_csv_field_limit_says_so(tmp_path, caplog):
     message = read_error(make_reader(**params), runaway)
     assert re.match(rf"{re.escape(runaway)}, line 2: a field on lines 2-\d+ is longer", message)
     assert "opened and not closed" in message
+    # MultiNLI's CSV files too (its reader ended in a bare `_csv.Error`).
+    mnli = write(tmp_path, "dev.csv", f"sentence1,sentence2,label\na,b,neutral\n{huge},b,neutral\n")
+    assert task_reader_error("mnli", mnli).startswith(
+        f"{mnli}, line 3: a field on line 3 is longer than Python's CSV field limit"
+    )

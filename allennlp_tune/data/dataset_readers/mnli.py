@@ -1,11 +1,12 @@
 import csv
 import json
 import logging
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
 from allennlp.data.instance import Instance
 
+from allennlp_tune.data.dataset_readers.quoted_records import FIELD_LIMIT_ERROR, field_too_large
 from allennlp_tune.data.dataset_readers.task_reader import (
     DuplicateKey,
     InvalidRow,
@@ -85,7 +86,8 @@ class MnliReader(PairTaskReader):
             yield self.text_to_instance(premise, hypothesis, label)
         logger.info("Dropped %d rows without a gold label ('-') from %s", dropped, file_path)
 
-    def _csv_rows(self, file_path: PathOrStr) -> Iterator[Tuple[int, List[str]]]:
+    def _csv_rows(self, file_path: PathOrStr) -> Iterator[Tuple[int, object]]:
+        """`(first line, cells)` per CSV record, or `(first line, InvalidRow)`."""
         lines = self._lines(file_path)
         numbers: List[int] = []
 
@@ -96,13 +98,27 @@ class MnliReader(PairTaskReader):
 
         reader = csv.reader(feed())
         first_line = 1
-        for row in reader:
+        while True:
+            try:
+                row: object = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                last = numbers[-1] if numbers else first_line
+                row = (
+                    field_too_large(first_line, last)
+                    if FIELD_LIMIT_ERROR in str(error)
+                    else InvalidRow(f"not readable as CSV ({error})")
+                )
             yield first_line, row
             first_line = numbers[-1] + 1 if numbers else first_line
 
-    def _table_records(self, file_path: PathOrStr, rows: Iterator[Tuple[int, List[str]]]):
+    def _table_records(self, file_path: PathOrStr, rows: Iterator[Tuple[int, Any]]):
         header: Optional[List[str]] = None
         for line_number, row in rows:
+            if isinstance(row, InvalidRow):  # a CSV record that could not be read
+                yield line_number, row
+                continue
             if header is None:
                 header = [column.strip() for column in row]
                 label_column = "gold_label" if "gold_label" in header else "label"

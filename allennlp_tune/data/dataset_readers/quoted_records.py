@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 FIELD_LIMIT_ERROR = "field larger than field limit"
 
 
-def _field_too_large(start: int, end: int) -> InvalidRow:
+def field_too_large(start: int, end: int) -> InvalidRow:
+    """What is wrong with a record whose field is over Python's CSV field limit."""
     where = f"line {start}" if end == start else f"lines {start}-{end}"
     return InvalidRow(
         f"a field on {where} is longer than Python's CSV field limit "
@@ -54,7 +55,7 @@ def quoted_records(
         except csv.Error as error:
             end = position["line"]
             if FIELD_LIMIT_ERROR in str(error):
-                yield start, _field_too_large(start, end)
+                yield start, field_too_large(start, end)
             elif "unexpected end of data" in str(error):
                 raise ConfigurationError(
                     f"{file_path}, line {start}: a quoted field starts on line {start} and is "
