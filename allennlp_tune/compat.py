@@ -56,7 +56,9 @@ can still be done then.
 4. Pickled code in weights: AllenNLP's `read_state_dict` (the archive's `weights.th`) calls
    `torch.load` without `weights_only`, which is safe only because torch >= 2.6 defaults to
    `weights_only=True`. We pass `weights_only=True` explicitly, so the weights file cannot run
-   code whatever the default, and turn the refusal into a `ConfigurationError`.
+   code whatever the default, and turn the refusal into a `ConfigurationError` (without
+   torch's hint to pass `weights_only=False`); a file that is no torch weights file at all
+   (plain bytes) is called that, not "pickled objects".
 5. huggingface_hub >= 1.0 removed `HfFolder` and `Repository`, which `allennlp.common` imports
    (`push_to_hf`), so `import allennlp.commands` fails. We add `HfFolder`'s token helpers and a
    `Repository` that says, when used, to upload with `hf upload` (`allennlp push-to-hf` fails
@@ -408,13 +410,62 @@ class _WeightsOnlyTorch:
         kwargs["weights_only"] = True
         try:
             return torch.load(f, *args, **kwargs)
-        except pickle.UnpicklingError as error:
-            raise ConfigurationError(
-                f"Refusing to load the weights file {f}: it holds pickled objects other than "
-                f"tensors, which could run code ({str(error).splitlines()[0]}). A weights file "
-                "written by `allennlp train` holds only a state dict of tensors; do not load "
-                "weights from a source you do not trust."
-            ) from None
+        except Exception as error:
+            refusal = _weights_refusal(f, error)
+            if refusal is None:
+                raise
+            raise refusal from None
+
+
+# How a file that `torch.save` wrote starts: its zip format, or a pickle (protocol 2 and up) in
+# the legacy format.
+_TORCH_FILE_STARTS = (b"PK\x03\x04", b"\x80")
+# torch's own wording around the reason of a weights-only refusal, which suggests
+# `weights_only=False`: left out of our message.
+_TORCH_REFUSAL_NOISE = (
+    "Weights only load failed",
+    "Please file an issue",
+    "Check the documentation",
+)
+
+
+def _torch_reason(error: Exception) -> str:
+    """The line of `error` that says what torch.load found, without its own advice."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reasons = [line for line in lines if not line.startswith(_TORCH_REFUSAL_NOISE)]
+    return (reasons or lines or ["no reason given"])[0]
+
+
+def _weights_refusal(f: Any, error: Exception) -> Any:
+    """
+    The `ConfigurationError` for `torch.load(f, weights_only=True)` failing with `error`, or
+    `None` to let `error` through: a file that does not start as torch's files do is not a
+    weights file (plain bytes, a text), whatever torch says about it; in one that does, a
+    weights-only refusal means pickled objects other than tensors.
+    """
+    try:
+        with open(f, "rb") as handle:
+            head = handle.read(8)
+    except (OSError, TypeError):  # not a path: a buffer, as torch.load also takes
+        head = None
+    if head is not None and not head.startswith(_TORCH_FILE_STARTS) and not tarfile.is_tarfile(f):
+        starts = (
+            f"starts with {head!r}, neither torch's zip format nor a pickle" if head else "is empty"
+        )
+        return ConfigurationError(
+            f"The weights file {f} is not a torch weights file: it {starts} (torch.load: "
+            f"{type(error).__name__}: {_torch_reason(error)}). An archive that `allennlp train` "
+            "wrote holds the weights as `torch.save` writes them: this one was changed or made "
+            "by hand; use the run's own model.tar.gz."
+        )
+    if not isinstance(error, pickle.UnpicklingError):
+        return None
+    return ConfigurationError(
+        f"Refusing to load the weights file {f}: it holds pickled objects other than tensors, "
+        f"which could run code ({_torch_reason(error)}). A weights file written by `allennlp "
+        "train` holds only a state dict of tensors; do not load weights from a source you do "
+        "not trust."
+    )
 
 
 def load_weights(f: Any, **kwargs: Any) -> Any:

@@ -35,6 +35,7 @@ from typing import List
 from allennlp.commands.subcommand import Subcommand
 
 from allennlp_tune.data import fetch
+from allennlp_tune.rundir.folders import folder_problem
 
 
 def _data_dir(args: argparse.Namespace) -> Path:
@@ -88,6 +89,11 @@ def fetch_main(args: argparse.Namespace) -> None:
         names = fetch.resolve_tasks(tasks)
     except fetch.FetchError as error:
         print(f"tune-data fetch: {error}; models: {', '.join(fetch.MODELS)}", file=sys.stderr)
+        sys.exit(2)
+    problem = folder_problem(_models_dir(args)) if models else None
+    if problem is not None:  # before any download
+        option = "--models-dir" if args.models_dir else "the models folder"
+        print(f"tune-data fetch: {option} {_models_dir(args)} {problem}", file=sys.stderr)
         sys.exit(2)
     failed = fetch_models(args, models)
     for name in names:

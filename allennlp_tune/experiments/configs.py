@@ -11,6 +11,7 @@ from typing import Dict, Iterable, List
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.rundir import SEED_EXT_VAR, config_stem
+from allennlp_tune.rundir.folders import folder_problem
 
 
 def expand_configs(patterns: Iterable[str]) -> List[Path]:
@@ -57,14 +58,8 @@ def parse_ext_vars(assignments: Iterable[str]) -> Dict[str, str]:
 
 
 def check_results_dir(results_dir: Path) -> None:
-    """Refuses a results folder that is a file, or lies under one, before anything is written."""
-    results_dir = Path(results_dir)
-    for path in (results_dir, *results_dir.parents):
-        if path.exists() or path.is_symlink():
-            if not path.is_dir():
-                where = "is" if path == results_dir else f"lies under {path}, which is"
-                raise ConfigurationError(
-                    f"--results-dir {results_dir} {where} a file, not a folder; give the path "
-                    "of a folder (it is created if missing)."
-                )
-            return
+    """Refuses a results folder that is a file, lies under one, or cannot be created or written
+    (a read-only or virtual filesystem such as /proc), before anything is written."""
+    problem = folder_problem(results_dir)
+    if problem is not None:
+        raise ConfigurationError(f"--results-dir {results_dir} {problem}")

@@ -46,16 +46,13 @@ When a worker finishes, the study's best trial (over all workers) is written to
 
 import contextlib
 import gc
-import importlib.util
 import json
 import logging
 import math
 import os
-import random
 import shlex
 import shutil
 import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -70,6 +67,13 @@ from allennlp_tune.experiments.search_space import (  # noqa: F401  (re-exported
     check_config,
     parse_settings,
 )
+# storage_with_driver and public_url are imported from here too.
+from allennlp_tune.experiments.storage import (  # noqa: F401
+    check_storage,
+    open_study,
+    public_url,
+    storage_with_driver,
+)
 from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
     FAILED,
@@ -83,6 +87,7 @@ from allennlp_tune.rundir import (
     timestamp,
     write_json,
 )
+from allennlp_tune.rundir.folders import folder_problem
 from allennlp_tune.rundir.tidy import tidy_run_dir
 from allennlp_tune.training.callbacks.optuna_pruning import reporting_to
 
@@ -187,91 +192,6 @@ def _release_gpu_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def storage_with_driver(storage: str) -> str:
-    """
-    `postgresql://...` with the PostgreSQL driver that is installed: SQLAlchemy 2.1 reads a bare
-    `postgresql://` as psycopg 3, and the lock pins psycopg2 (`postgres://` is accepted too).
-    A URL that names its driver (`postgresql+psycopg://`) is left alone.
-    """
-    scheme, separator, rest = storage.partition("://")
-    if separator and scheme in ("postgresql", "postgres"):
-        installed = importlib.util.find_spec
-        if installed("psycopg") is None and installed("psycopg2") is not None:
-            return f"postgresql+psycopg2://{rest}"
-        return f"postgresql://{rest}"
-    return storage
-
-
-STORAGE_FORMS = (
-    "an Optuna RDB URL, dialect[+driver]://user:password@host:port/database, such as "
-    "sqlite:///path/to/optuna.db or postgresql://user:password@host:5432/database "
-    "(leave --storage out for sqlite:///RESULTS_DIR/optuna.db)"
-)
-
-
-def check_storage(storage: str, option: str = "--storage", forms: str = STORAGE_FORMS) -> None:
-    """
-    Fails early, naming `option` and the `forms` it takes, on a URL that Optuna's RDB storage
-    cannot use (not a URL, an unknown database, a driver that is not installed), instead of the
-    SQLAlchemy traceback `optuna.create_study` would end in.
-    """
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
-    try:
-        dialect = make_url(storage).get_dialect()
-    except NoSuchModuleError:  # (a subclass of ArgumentError)
-        scheme = storage.partition("://")[0]
-        raise ConfigurationError(
-            f"{option} {public_url(storage)!r}: {scheme!r} is not a database SQLAlchemy knows; "
-            f"expected {forms}."
-        ) from None
-    except ArgumentError:
-        raise ConfigurationError(
-            f"{option} {storage!r} is not a database URL; expected {forms}."
-        ) from None
-    try:
-        dialect.import_dbapi()
-    except ImportError as error:
-        raise ConfigurationError(
-            f"{option} {public_url(storage)!r}: its database driver is not installed "
-            f"({error}). Install it (for postgresql://: pip install 'allennlp-tune[postgres]'), "
-            "or use sqlite:///."
-        ) from None
-
-
-def _open_study(storage: str, study_name: str, direction: str, sampler, pruner):
-    import optuna
-    from sqlalchemy.exc import SQLAlchemyError
-
-    # Workers starting together may race to create the tables or the study; retry a little.
-    for attempt in range(5):
-        try:
-            return optuna.create_study(
-                storage=storage,
-                study_name=study_name,
-                direction=direction,
-                load_if_exists=True,
-                sampler=sampler,
-                pruner=pruner,
-            )
-        except SQLAlchemyError:
-            if attempt == 4:
-                raise
-            time.sleep(0.5 + random.random())
-    raise AssertionError("unreachable")
-
-
-def public_url(storage: str) -> str:
-    """The storage URL without its password, for messages."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(storage).render_as_string(hide_password=True)
-    except Exception:  # not a URL sqlalchemy knows: show it as given
-        return storage
-
-
 @dataclass
 class SearchResult:
     study: Any
@@ -333,10 +253,22 @@ def _check_arguments(params: Sequence[SearchParam], study_name: str) -> None:
 
 
 def _storage_url(storage: Optional[str], results_dir: Path) -> str:
-    """The storage to use, checked: `sqlite:///DIR/optuna.db` when none is given."""
+    """The storage to use, checked: `sqlite:///DIR/optuna.db` when none is given. Refuses a
+    results folder that cannot be written first."""
+    problem = folder_problem(results_dir)
+    if problem is not None:
+        raise ConfigurationError(f"--results-dir {results_dir} {problem}")
     if storage is None:
         results_dir.mkdir(parents=True, exist_ok=True)
-        storage = f"sqlite:///{(results_dir / 'optuna.db').resolve()}"
+        database = (results_dir / "optuna.db").resolve()
+        fix = (
+            "move it away (its trials are lost to the search) to start a new study there, or "
+            "pass --storage to keep the study elsewhere"
+        )
+        check_storage(
+            f"sqlite:///{database}", "--storage (default: RESULTS_DIR/optuna.db)", fix=fix
+        )
+        return f"sqlite:///{database}"
     storage = storage_with_driver(storage)
     check_storage(storage)
     return storage
@@ -370,7 +302,7 @@ def _open_checked_study(
         )
     if sampler is not None and sampler_seed is not None:
         raise ConfigurationError("Give a sampler or a sampler seed, not both.")
-    study = _open_study(storage, study_name, direction, sampler, pruner)
+    study = open_study(storage, study_name, direction, sampler, pruner)
     if sampler_seed is not None:
         done = len(study.get_trials(deepcopy=False))
         study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + done)

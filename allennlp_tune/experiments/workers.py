@@ -120,7 +120,7 @@ class Coordinator:
     def checked(self) -> "Coordinator":
         """This coordinator with the installed PostgreSQL driver in its URL, checked; raises a
         `ConfigurationError` naming `--coordinator` for a URL Optuna cannot use."""
-        from allennlp_tune.experiments.search import check_storage, storage_with_driver
+        from allennlp_tune.experiments.storage import check_storage, storage_with_driver
 
         if self.heartbeat_s < 1 or (self.grace_s is not None and self.grace_s < 1):
             raise ConfigurationError("--heartbeat and --grace take whole seconds of at least 1.")
@@ -131,13 +131,14 @@ class Coordinator:
                 "--coordinator needs Optuna: pip install 'allennlp-tune[search]'."
             ) from None
         url = storage_with_driver(self.url)
-        check_storage(url, option="--coordinator", forms=COORDINATOR_FORMS)
+        fix = "name the workers' database, or a new file (SQLite creates it)"
+        check_storage(url, option="--coordinator", forms=COORDINATOR_FORMS, fix=fix)
         return Coordinator(url, self.heartbeat_s, self.grace_s)
 
     @property
     def public_url(self) -> str:
         """The URL without its password, for messages and the marker."""
-        from allennlp_tune.experiments.search import public_url
+        from allennlp_tune.experiments.storage import public_url
 
         return public_url(self.url)
 
@@ -149,6 +150,8 @@ class Coordinator:
         """
         import optuna
         from sqlalchemy.exc import SQLAlchemyError
+
+        from allennlp_tune.experiments.storage import opening_failed
 
         retry_class = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
         retry_class = retry_class or optuna.storages.RetryFailedTrialCallback
@@ -176,9 +179,9 @@ class Coordinator:
                         **{callback_key: retry},
                     )
                 return storage, retry
-            except SQLAlchemyError:
+            except SQLAlchemyError as error:
                 if attempt == 4:
-                    raise
+                    raise opening_failed("--coordinator", self.url, error) from error
                 time.sleep(0.5 + attempt)
         raise AssertionError("unreachable")
 

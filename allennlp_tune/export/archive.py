@@ -24,6 +24,7 @@ from allennlp_tune.modules.token_embedders import (
     TuneTransformerMismatchedEmbedder,
 )
 from allennlp_tune.rundir import Run, is_run_dir, load_run
+from allennlp_tune.rundir.folders import folder_problem
 
 # Trainer callbacks that unfreeze a frozen encoder during training, by registered name, with the
 # name of the resulting recipe.
@@ -88,13 +89,17 @@ class LoadedRun:
 def check_output_dir(output_dir: Path) -> None:
     """
     Refuses an output folder that holds anything (the export never overwrites or mixes with a
-    user's files) and a path that is a file. A missing or empty folder is fine.
+    user's files), a path that is a file or lies under one, and one that cannot be created or
+    written (a read-only or virtual filesystem). A missing or empty folder is fine.
     """
     if output_dir.exists() and not output_dir.is_dir():
         raise ConfigurationError(
             f"DIR {output_dir} is a file; give a new folder (tune-export creates it) or an "
             "empty one."
         )
+    problem = folder_problem(output_dir)  # under a file, a read-only or virtual filesystem
+    if problem is not None:
+        raise ConfigurationError(f"DIR {output_dir} {problem}")
     if output_dir.is_dir() and any(output_dir.iterdir()):
         raise ConfigurationError(
             f"DIR {output_dir} exists and is not empty; tune-export never overwrites files. "

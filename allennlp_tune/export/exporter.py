@@ -30,6 +30,7 @@ from allennlp_tune.export.encoder import EncoderExport, export_encoder
 from allennlp_tune.export.head import export_head, export_scalar_mix
 from allennlp_tune.export.lora import AdapterExport, export_adapter
 from allennlp_tune.modes import LORA
+from allennlp_tune.rundir.folders import make_folder_problem
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +91,11 @@ def export_archive(
         raise ConfigurationError(
             f"{staging} exists (left by an interrupted tune-export?); remove it and run again."
         )
-    staging.mkdir(parents=True)
+    try:
+        staging.mkdir(parents=True)
+    except OSError as error:  # the checks above passed, yet the filesystem refuses
+        problem = make_folder_problem(staging, error)
+        raise ConfigurationError(f"DIR {output_dir} {problem}") from error
     try:
         encoder: Union[EncoderExport, AdapterExport, None] = None
         if not head_only:

@@ -15,7 +15,13 @@ from allennlp.data.fields import TextField
 from allennlp.modules.token_embedders import PretrainedTransformerEmbedder
 from allennlp.predictors.predictor import Predictor
 
-from allennlp_tune.data.dataset_readers.task_reader import is_blank, json_too_deep_message
+from allennlp_tune.data.dataset_readers.task_reader import (
+    DuplicateKey,
+    blank_detail,
+    is_blank,
+    json_too_deep_message,
+    unique_keys,
+)
 
 
 def excerpt(text: Any, limit: int = 80) -> str:
@@ -45,7 +51,12 @@ class JsonLinesPredictor(Predictor):
         self._lines_read += 1
         where = f"input line {self._lines_read} (blank lines not counted)"
         try:
-            json_dict = json.loads(line)
+            json_dict = json.loads(line, object_pairs_hook=unique_keys)
+        except DuplicateKey as error:
+            raise ConfigurationError(
+                f"{where}: {error} (which value is meant?): {excerpt(line)!r}. Expected one JSON "
+                f"object a line, each key once, e.g. {self._EXPECTED}."
+            ) from None
         except json.JSONDecodeError as error:
             raise ConfigurationError(
                 f"{where} is not valid JSON ({error.msg}, column {error.colno}): "
@@ -148,11 +159,6 @@ def require_texts(
             return texts
     found = ", ".join(repr(key) for key in json_dict) or "none"
     raise ConfigurationError(f"{where}: missing keys (found {found}). Expected {expected}.")
-
-
-def blank_detail(value: str) -> str:
-    """Says why a non-empty `value` that `is_blank` counts as empty."""
-    return " (only whitespace and zero-width characters)" if value else ""
 
 
 def _json_type(value: Any) -> str:

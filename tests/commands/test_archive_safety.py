@@ -313,6 +313,44 @@ def test_a_weights_file_with_pickled_code_never_runs_it(tmp_path, monkeypatch, o
 
 
 @needs_weights_only
+@pytest.mark.parametrize(
+    "weights, starts",
+    [
+        (b"these are plain bytes, not weights\n", "starts with b'these ar', neither torch's zip"),
+        (b"x" * 64, "starts with b'xxxxxxxx', neither torch's zip format nor a pickle"),
+        (b"", "is empty"),
+    ],
+)
+def test_a_weights_file_of_plain_bytes_is_called_what_it_is(tmp_path, weights, starts):
+    """Not "pickled objects", and no hint to load it with `weights_only=False`."""
+    archive = tiny_archive(tmp_path / "model.tar.gz", weights=weights)
+    for load in (load_archive, load_archived_encoder):
+        with pytest.raises(ConfigurationError) as error:
+            load(str(archive))
+        message = str(error.value)
+        assert (
+            message.startswith("The weights file ")
+            and "weights.th is not a torch weights" in message
+        )
+        assert f"file: it {starts}" in message and "use the run's own model.tar.gz" in message
+        assert "pickled" not in message and "weights_only" not in message
+        assert "\n" not in message
+
+
+@needs_weights_only
+def test_the_pickled_code_refusal_names_the_global_without_torch_s_hint(tmp_path):
+    buffer = io.BytesIO()
+    torch.save({"weight": RunsCode(tmp_path / "payload_ran")}, buffer)
+    archive = tiny_archive(tmp_path / "model.tar.gz", weights=buffer.getvalue())
+    with pytest.raises(ConfigurationError) as error:
+        load_archive(str(archive))
+    message = str(error.value)
+    assert "it holds pickled objects other than tensors, which could run code (" in message
+    assert "GLOBAL" in message and "mkdir" in message  # what the pickle would have called
+    assert "weights_only" not in message and "\n" not in message
+
+
+@needs_weights_only
 def test_read_state_dict_keeps_its_behaviour_and_loads_weights_only(tmp_path, monkeypatch):
     from allennlp.modules.transformer import transformer_module
     from allennlp.nn import util as nn_util

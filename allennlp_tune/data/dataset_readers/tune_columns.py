@@ -13,7 +13,7 @@ from allennlp_tune.data.dataset_readers.conll2003 import (
     check_tags,
     iob1_to_iob2,
 )
-from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, TaskReader
+from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, TaskReader, text_problem
 
 SCHEMES = ("IOB1", "IOB2", "BIOUL", "none")
 # The conversions each scheme allows (None keeps the file's tags).
@@ -283,9 +283,10 @@ class TuneColumnsReader(TaskReader):
                     f"expected {width} as on line {reference}, the file's first token line"
                 )
             word, tag = cells[self._token_column], cells[self._tag_column]
-            if not word:
+            problem = text_problem(word)
+            if problem is not None:
                 raise InvalidRow(
-                    f"(line {line_number}) the token (column {self._token_column}) is empty"
+                    f"(line {line_number}) the token (column {self._token_column}) {problem}"
                 )
             if not tag:
                 raise InvalidRow(

@@ -1,4 +1,3 @@
-import csv
 import logging
 import math
 import os
@@ -14,6 +13,7 @@ from allennlp.data.fields import Field, LabelField, TensorField, TextField
 from allennlp.data.instance import Instance
 from allennlp.data.vocabulary import Vocabulary
 
+from allennlp_tune.data.dataset_readers.quoted_records import quoted_records
 from allennlp_tune.data.dataset_readers.task_reader import (
     NUMBER_GRAMMAR,
     InvalidRow,
@@ -119,10 +119,12 @@ class TuneTableReader(PairTaskReader):
     unknown label (classification), is not a number (regression), or is caught in `labels_file`
     as above; with `header: true` on a file without a header, the named columns are missing from
     the "header". Every bad row (wrong number of columns, empty text, unknown label, a score that
-    is not a number or is outside `score_range`, a line that is not a JSON object or lacks a key,
-    broken CSV quoting) raises a `ConfigurationError` naming the file and the line, or, with
-    `skip_invalid: true`, is logged and skipped, and the number skipped is logged. An unclosed
-    quote that runs to the end of a CSV file is always an error (it would swallow the rest).
+    is not a number or is outside `score_range`, a line that is not a JSON object, lacks a key
+    or has one twice, broken CSV quoting, a field over Python's CSV field limit, a text with a
+    NUL byte or no printable character) raises a `ConfigurationError` naming the file and the
+    line, or, with `skip_invalid: true`, is logged and skipped, and the number skipped is
+    logged. An unclosed quote that runs to the end of a CSV file is always an error (it would
+    swallow the rest).
 
     Registered as a `DatasetReader` with name "tune_table".
 
@@ -541,7 +543,8 @@ class TuneTableReader(PairTaskReader):
     def _records(self, file_path: PathOrStr, fmt: str) -> Iterator[Tuple[int, object]]:
         """
         `(first line, item)` per record: the line for JSON-lines, else `(cells, last line)`, or
-        an `InvalidRow` for broken CSV quoting. Empty lines give `([], line)`.
+        an `InvalidRow` for broken CSV quoting or a field too long (`quoted_records`). Empty
+        lines give `([], line)`.
         """
         lines = self._lines(file_path, self._encoding)
         if fmt == "jsonl":
@@ -553,55 +556,7 @@ class TuneTableReader(PairTaskReader):
             for line_number, line in lines:
                 yield line_number, ((line.split(delimiter) if line else []), line_number)
             return
-
-        position = {"line": 0}
-
-        def source() -> Iterator[str]:
-            for line_number, line in lines:
-                position["line"] = line_number
-                yield line + "\n"
-
-        reader = csv.reader(source(), delimiter=delimiter, quotechar='"', strict=True)
-        start = 1
-        spanning: List[Tuple[int, int]] = []
-        while True:
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as error:
-                end = position["line"]
-                if "unexpected end of data" in str(error):
-                    raise ConfigurationError(
-                        f"{file_path}, line {start}: a quoted field starts on line {start} and is "
-                        "never closed (the file ends inside it). Expected CSV quoting: close the "
-                        'quote, and write a literal quote inside a quoted field as "".'
-                    ) from None
-                lines_ = f"line {end}" if end == start else f"lines {start}-{end}"
-                yield (
-                    start,
-                    InvalidRow(
-                        f"broken CSV quoting on {lines_} ({error}); expected a field either "
-                        'unquoted or wholly quoted, with "" for a literal quote inside quotes'
-                    ),
-                )
-                start = end + 1
-                continue
-            end = position["line"]
-            yield start, (cells, end)
-            if end > start:
-                spanning.append((start, end))
-            start = end + 1
-        if spanning:
-            first_start, first_end = spanning[0]
-            logger.warning(
-                "%s: %d record(s) span several lines (quoted fields with line breaks), the "
-                "first on lines %d-%d; check the quotes if that is not intended.",
-                file_path,
-                len(spanning),
-                first_start,
-                first_end,
-            )
+        yield from quoted_records(file_path, lines, delimiter)
 
     def _parser(
         self,
