@@ -67,6 +67,7 @@ from allennlp_tune.experiments.search_space import (  # noqa: F401  (re-exported
     check_config,
     parse_settings,
 )
+
 # storage_with_driver and public_url are imported from here too.
 from allennlp_tune.experiments.storage import (  # noqa: F401
     check_storage,
