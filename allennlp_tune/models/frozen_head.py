@@ -133,10 +133,6 @@ class FrozenHead(Model):
         )
         initializer(self)
 
-    @property
-    def regression(self) -> bool:
-        return self._head.regression
-
     def frozen_features(
         self,
         tokens: Optional[TextFieldTensors] = None,
