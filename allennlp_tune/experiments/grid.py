@@ -122,7 +122,7 @@ from allennlp_tune.experiments.workers import (
     grid_identity,
     refuse_if_workers_own,
 )
-from allennlp_tune.reporting.verify import run_damage_of
+from allennlp_tune.reporting.verify import check_finished_run, run_damage_of
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     BUDGET_SEARCH_DIR,
@@ -406,7 +406,7 @@ class _Grid:
             self._succeeded(run_dir, info, environment, label, bar)
         write_json(run_dir / RUN_INFO_NAME, info)
         if info["status"] == OK:
-            damage = run_damage_of(run_dir)
+            damage = check_finished_run(run_dir)
             if damage is not None:  # the pipeline's own predictions disagree with its score
                 bar.write(f"{self.tool}: {label}: finished, but damaged at once: {damage}")
         bar.update()

@@ -96,7 +96,8 @@ whose names follow no convention go to a second table. How runs are found and id
 
 Where each part lives, lowest first (each module imports only the ones before it): `labels`
 (titles, the paper's numbers, marks, colours), `costs` (cost arithmetic), `cells` (`Summary`,
-`Row`), `intervals` (`compute_paired`), `tables` (the tables as data), this module (`Report`,
+`Row`), `intervals` (`compute_paired`), `tables` (the tables as data), `verify` (scores against
+predictions), `saved` (`sequential.json`, `budget.json` checked), this module (`Report`,
 its summary lines and notes, `build_report`, `report_from_dirs`), `answer` (the answer first),
 `render` (Markdown and JSON), then the page: `panel_data`, `figures`, `panels` and
 `html_report` (HTML and PNG).
@@ -538,9 +539,12 @@ class Report:
         return lines
 
     def problem_lines(self) -> List[str]:
-        """One line per run without a score: its status, folder, detail and log."""
+        """One line per run without a score: its status, folder, detail and log (a damaged
+        run's line is under `CHECKS_TITLE`)."""
         lines = []
         for run in self.problems:
+            if run.status == DAMAGED:
+                continue
             line = f"{run.status}: {run.path}"
             extras = [
                 extra for extra in (run.detail, f"log: {run.log}" if run.log else None) if extra

@@ -39,14 +39,18 @@ from allennlp_tune.rundir import (
     DAMAGED,
     METRICS_NAME,
     OK,
+    OUTPUTS_KEY,
     PREDICTIONS_NAME,
     RUN_INFO_NAME,
     TEST_PREDICTIONS_NAME,
     Run,
     load_run,
     read_json,
+    write_json,
 )
 
+# The key of `tune_run.json` that holds the score check made when the run finished.
+SCORE_CHECK_KEY = "score_check"
 RELATIVE_TOLERANCE = 1e-5
 CORRELATION_TOLERANCE = 1e-4
 _CORRELATIONS = ("pearson", "spearman")
@@ -142,13 +146,41 @@ def verify_runs(runs: Iterable[Run]) -> List[Run]:
     return [verify_run(run) for run in runs]
 
 
-def run_damage_of(run_dir: Path) -> Optional[str]:
+def run_damage_of(run_dir: Path, trust_check: bool = True) -> Optional[str]:
     """
     What is damaged in a run that its `tune_run.json` records as finished: its files against
     their digests (`rundir.load_run`) and its scores against its predictions; `None` for an
     intact run, or one not recorded as finished. What the grid asks before it skips a run.
+
+    With `trust_check`, a run whose digests all match and whose record holds the score check
+    made when it finished (`SCORE_CHECK_KEY`, `check_finished_run`) is not scored again: its
+    `metrics.json` and predictions are byte for byte those that passed it, so a complete grid's
+    rerun reads no predictions file.
     """
-    if (read_json(Path(run_dir) / RUN_INFO_NAME) or {}).get("status") != OK:
+    info = read_json(Path(run_dir) / RUN_INFO_NAME) or {}
+    if info.get("status") != OK:
         return None
-    run = verify_run(load_run(Path(run_dir)))
+    run = load_run(Path(run_dir))
+    if trust_check and run.status == OK and run.digested and SCORE_CHECK_KEY in info:
+        return None
+    run = verify_run(run)
     return run.detail if run.status == DAMAGED else None
+
+
+def check_finished_run(run_dir: Path) -> Optional[str]:
+    """
+    The checks of a run that has just finished (its `tune_run.json` written with its digests):
+    what is damaged already (`run_damage_of`, nothing trusted), e.g. a score its own dev
+    predictions do not give; else `None`, and the record gets `SCORE_CHECK_KEY`: "ok", or why
+    the score was not recomputed.
+    """
+    run_dir = Path(run_dir)
+    damage = run_damage_of(run_dir, trust_check=False)
+    info = read_json(run_dir / RUN_INFO_NAME) or {}
+    if damage is None and info.get("status") == OK and isinstance(info.get(OUTPUTS_KEY), dict):
+        run = verify_run(load_run(run_dir))
+        info[SCORE_CHECK_KEY] = (
+            "ok" if run.unchecked is None else f"not recomputed: {run.unchecked}"
+        )
+        write_json(run_dir / RUN_INFO_NAME, info)
+    return damage

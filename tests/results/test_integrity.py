@@ -133,6 +133,7 @@ def test_a_finished_run_records_the_digests_of_its_outputs(tmp_path, configs):
     assert sorted(outputs) == ["dev_predictions.jsonl", "metrics.json", "model.tar.gz"]
     assert outputs["model.tar.gz"]["bytes"] == 512 and "mtime_ns" in outputs["model.tar.gz"]
     assert len(outputs["metrics.json"]["sha256"]) == 64
+    assert info["score_check"] == "ok"  # checked as it finished; a rerun trusts it (digests hold)
     built, text = report(results)
     assert all(run.status == "ok" and run.digested for run in built.runs)
     assert "| SICK-E | accuracy | 50.0 ± 2.5 (n=3) | 75.0 ± 5.0 (n=3) |" in text
@@ -469,3 +470,24 @@ def test_a_truncated_or_reshaped_budget_json_is_named_never_a_crash(
     assert f"{saved_path}: broken, not shown ({expected}" in text
     # Its trials are still kept out of the folder's runs.
     assert len(built.runs) == 6
+
+
+def test_a_run_whose_own_predictions_do_not_give_its_score_says_so_as_it_finishes(
+    tmp_path, configs, capsys
+):
+    class Off(Training):
+        def __call__(self, command, environment, log_path):
+            code = super().__call__(command, environment, log_path)
+            run_dir = Path(command[command.index("-s") + 1])
+            edit_json(run_dir / "metrics.json", lambda m: m.update(best_validation_accuracy=0.9))
+            return code
+
+    grid({"fe": configs["fe"]}, tmp_path / "results", seeds=(1,), training=Off())
+    said = capsys.readouterr()
+    assert (
+        "sick_e_bow_fe seed 1: finished, but damaged at once: metrics.json: "
+        "best_validation_accuracy 0.9 but dev_predictions.jsonl gives 0.5"
+    ) in said.out + said.err
+    assert "score_check" not in json.loads(
+        (run_dir(tmp_path / "results", "fe", 1) / "tune_run.json").read_text()
+    )
