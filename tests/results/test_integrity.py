@@ -12,6 +12,7 @@ tried on runs recorded with digests and, where it matters, on runs recorded befo
 """
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,12 @@ from allennlp_tune.experiments.rounds import run_rounds
 from allennlp_tune.planning.plan import render_config
 from allennlp_tune.reporting.render import render_json, render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
-from allennlp_tune.reporting.sequential import SequentialPlan
-from allennlp_tune.rundir import OUTPUTS_KEY, load_run, parse_run_name
+from allennlp_tune.reporting.sequential import Look, SequentialPlan
+from allennlp_tune.rundir import load_run, parse_run_name
 
+# `tune_run.json`'s digests (`rundir.OUTPUTS_KEY`), spelled out so this file also runs, and
+# fails, against a checkout from before them.
+OUTPUTS_KEY = "outputs"
 CONFIG = """{
   random_seed: std.parseInt(std.extVar("TUNE_SEED")),
   trainer: {validation_metric: "+accuracy"},
@@ -115,7 +119,7 @@ def forget_digests(results):
     """Every run as recorded before digests: no `outputs` in its tune_run.json."""
     for info_path in results.glob("*/seed_*/tune_run.json"):
         info = json.loads(info_path.read_text())
-        del info[OUTPUTS_KEY]
+        info.pop(OUTPUTS_KEY, None)
         info_path.write_text(json.dumps(info))
 
 
@@ -278,6 +282,15 @@ def rounds(configs, results, training=None):
     return training, run_rounds(configs, [1, 2, 3], results, train, plan, tool="tune-compare")
 
 
+def _look_of(saved):
+    """A stored look as a `Look` (the nulls JSON wrote for infinities back)."""
+    values = {**saved, "scores_a": tuple(saved["scores_a"]), "scores_b": tuple(saved["scores_b"])}
+    for key in ("bound", "high", "df"):
+        values[key] = math.inf if values[key] is None else values[key]
+    values["low"] = -math.inf if values["low"] is None else values["low"]
+    return Look(**values)
+
+
 def sequential_line(text):
     return [line for line in text.splitlines() if line.startswith("- bow SICK-E ft − fe:")]
 
@@ -287,7 +300,7 @@ def test_an_edited_sequential_json_is_named_and_shows_no_verdict(tmp_path, confi
     rounds(configs, results)
     saved_path = results / "sequential.json"
     built, text = report(results)
-    assert built.broken == [] and len(built.sequential) == 1
+    assert len(built.sequential) == 1
     [line] = sequential_line(text)
     assert line.startswith("- bow SICK-E ft − fe: ft better: +21.2 [+4.8, +37.7] (98.4% interval")
 
@@ -314,8 +327,6 @@ def test_an_edited_sequential_json_is_named_and_shows_no_verdict(tmp_path, confi
 
 def test_a_sequential_json_whose_interval_was_moved_is_recomputed_from_its_runs(tmp_path, configs):
     """The stored look, its text and verdict all agree; only the runs say it is not theirs."""
-    from allennlp_tune.reporting.saved import _look_of
-
     results = tmp_path / "results"
     rounds(configs, results)
 
@@ -326,7 +337,8 @@ def test_a_sequential_json_whose_interval_was_moved_is_recomputed_from_its_runs(
         pair["text"] = _look_of(look).text()
 
     edit_json(results / "sequential.json", move)
-    built, _ = report(results)
+    built, text = report(results)
+    assert sequential_line(text) == []
     [broken] = built.broken
     assert len(broken.problems) == 1
     assert broken.problems == [
@@ -339,8 +351,6 @@ def test_a_sequential_json_whose_scores_are_not_its_runs_is_broken(tmp_path, con
     results = tmp_path / "results"
     rounds(configs, results)
 
-    from allennlp_tune.reporting.saved import _look_of
-
     def scores(saved):
         """ft's seeds 5 points better, the difference and the text with them: consistent."""
         pair = saved["pairs"][0]
@@ -351,7 +361,9 @@ def test_a_sequential_json_whose_scores_are_not_its_runs_is_broken(tmp_path, con
         pair["text"] = _look_of(look).text()
 
     edit_json(results / "sequential.json", scores)
-    [broken] = report(results)[0].broken
+    built, text = report(results)
+    assert sequential_line(text) == []
+    [broken] = built.broken
     assert broken.problems[0] == "pairs[0] ft - fe: ft seed 1: stored score 75 but the run's is 70"
 
 
@@ -373,6 +385,7 @@ def test_a_truncated_or_reshaped_sequential_json_is_named_never_a_crash(
     saved_path = results / "sequential.json"
     saved_path.write_text(cut(saved_path.read_text()))
     built, text = report(results)
+    assert f"{saved_path}: broken, not shown ({expected}" in text
     [broken] = built.broken
     assert broken.path == saved_path and broken.problems[0].startswith(expected)
     assert "broken summary file(s) left out" in text
@@ -418,7 +431,7 @@ def test_a_budget_json_is_held_to_its_best_trials(tmp_path, configs):
     results = tmp_path / "results"
     saved_path = make_budget(results, configs)
     built, text = report(results)
-    assert built.broken == [] and len(built.budgets) == 1
+    assert len(built.budgets) == 1
     assert "| bow SICK-E fe | 2 (1 / 1 / 0) | 50.0 (trial 1) | TUNE_LR=0.001 |" in text
 
     edit_json(saved_path, lambda saved: saved["modes"][0].update(best_value=0.55))
@@ -465,9 +478,10 @@ def test_a_truncated_or_reshaped_budget_json_is_named_never_a_crash(
     saved_path = make_budget(results, configs)
     saved_path.write_text(cut(saved_path.read_text()))
     built, text = report(results)  # abacd86: AttributeError: 'int' object has no attribute 'get'
+    assert "Equal budgets: the search behind" not in text
+    assert f"{saved_path}: broken, not shown ({expected}" in text
     [broken] = built.broken
     assert broken.problems[0].startswith(expected)
-    assert f"{saved_path}: broken, not shown ({expected}" in text
     # Its trials are still kept out of the folder's runs.
     assert len(built.runs) == 6
 
