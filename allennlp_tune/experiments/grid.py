@@ -122,7 +122,6 @@ from allennlp_tune.experiments.workers import (
     grid_identity,
     refuse_if_workers_own,
 )
-from allennlp_tune.reporting.verify import check_finished_run, run_damage_of
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     BUDGET_SEARCH_DIR,
@@ -227,6 +226,9 @@ def find_damaged_runs(
 ) -> Dict[Path, str]:
     """The grid's runs that their `tune_run.json` records as finished but that are damaged
     (`reporting.verify.run_damage_of`), each with what failed."""
+    # Here, not at the top: importing the plugin loads no reporting module.
+    from allennlp_tune.reporting.verify import run_damage_of
+
     damaged = {}
     for config in configs:
         for seed in seeds:
@@ -406,6 +408,8 @@ class _Grid:
             self._succeeded(run_dir, info, environment, label, bar)
         write_json(run_dir / RUN_INFO_NAME, info)
         if info["status"] == OK:
+            from allennlp_tune.reporting.verify import check_finished_run
+
             damage = check_finished_run(run_dir)
             if damage is not None:  # the pipeline's own predictions disagree with its score
                 bar.write(f"{self.tool}: {label}: finished, but damaged at once: {damage}")
@@ -455,6 +459,8 @@ class _Grid:
         if run_dir in self.damaged:
             return self.damaged.pop(run_dir)
         if self.worker is not None and run_dir not in self.retrain:
+            from allennlp_tune.reporting.verify import run_damage_of
+
             return run_damage_of(run_dir)
         return None
 
