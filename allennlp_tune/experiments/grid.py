@@ -28,7 +28,11 @@ Resuming, after a crash, a kill or Ctrl-C:
   `seed_<k>.incomplete-<timestamp>` together with the log of that attempt, and the run starts
   again. Nothing is deleted and `--force` is never used, so a directory a user made by hand is
   never lost; the report ignores these renamed attempts;
-- a *failed* run is renamed to `seed_<k>.failed-<timestamp>` and retried, unless `keep_failed`.
+- a *failed* run is renamed to `seed_<k>.failed-<timestamp>` and retried, unless `keep_failed`;
+- a *damaged* run (its `tune_run.json` says it finished, but a file differs from the digest
+  recorded then, or its `metrics.json` score is not the one its dev predictions give:
+  `reporting.verify.run_damage_of`) is never complete: it is renamed, all its files kept, to
+  `seed_<k>.damaged-<timestamp>` and trained again, with one line saying what failed.
 
 An attempt moved aside keeps its logs and loses its checkpoints, `best.th` and own feature
 cache (`tidy.tidy_run_dir`), unless `keep_checkpoints`: an interrupted fine-tuning run otherwise
@@ -152,6 +156,8 @@ class GridResult:
     moved_aside: List[Path] = field(default_factory=list)
     # Complete runs that no longer matched the command, moved aside and trained again.
     retrained: List[Path] = field(default_factory=list)
+    # Damaged runs (`reporting.verify`), moved aside and trained again.
+    damaged: List[Path] = field(default_factory=list)
 
 
 def _before_training(
@@ -168,7 +174,7 @@ def _before_training(
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
     calibrate: bool = True,
     plan_seeds: Optional[Sequence[int]] = None,
-) -> Tuple[Set[Path], Dict[str, Any]]:
+) -> Tuple[Set[Path], Dict[str, Any], Dict[Path, str]]:
     """
     The checks before anything is written (each config with `ext_vars` and its own
     `config_ext_vars`). Returns the complete runs that no longer match the
@@ -176,15 +182,17 @@ def _before_training(
     `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
     could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
     planner's table (`_plan_before_training`, of `plan_seeds` when given), whose plans (by
-    config stem) are returned too.
+    config stem) are returned too, and the damaged runs with what failed
+    (`find_damaged_runs`), which the plan counts as runs to do.
     """
+    damaged = find_damaged_runs(configs, seeds, results_dir)
     changed, unverified = [], []
     for config in configs:
         own = _ext_vars_of(config, ext_vars, config_ext_vars)
         found, unchecked = find_changed_runs(
             [config], seeds, results_dir, own, overrides, shared_cache
         )
-        changed.extend(found)
+        changed.extend(run for run in found if run.run_dir not in damaged)
         unverified.extend(unchecked)
     if changed and not retrain_changed:
         raise ConfigurationError(changed_runs_message(changed, results_dir))
@@ -206,11 +214,29 @@ def _before_training(
             shared_cache,
             plan_only,
             tool,
-            retrain,
+            retrain | set(damaged),
             config_ext_vars,
             calibrate,
         )
-    return retrain, plans
+    return retrain, plans, damaged
+
+
+def find_damaged_runs(
+    configs: Sequence[Path], seeds: Sequence[int], results_dir: Path
+) -> Dict[Path, str]:
+    """The grid's runs that their `tune_run.json` records as finished but that are damaged
+    (`reporting.verify.run_damage_of`), each with what failed."""
+    # Here, not at the top: importing the plugin loads no reporting module.
+    from allennlp_tune.reporting.verify import run_damage_of
+
+    damaged = {}
+    for config in configs:
+        for seed in seeds:
+            run_dir = results_dir / config_stem(config) / f"seed_{seed}"
+            damage = run_damage_of(run_dir) if run_dir.is_dir() else None
+            if damage is not None:
+                damaged[run_dir] = damage
+    return damaged
 
 
 def pending_seeds(
@@ -328,6 +354,8 @@ class _Grid:
     plans: Dict[str, Any] = field(default_factory=dict)
     # Ext vars of one config's runs over `ext_vars` (`run_grid`'s `config_ext_vars`).
     config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None
+    # Damaged runs found before training (`find_damaged_runs`), with what failed.
+    damaged: Dict[Path, str] = field(default_factory=dict)
 
     def ext_vars_of(self, config: Path) -> Dict[str, str]:
         return _ext_vars_of(config, self.ext_vars, self.config_ext_vars)
@@ -379,6 +407,12 @@ class _Grid:
         else:
             self._succeeded(run_dir, info, environment, label, bar)
         write_json(run_dir / RUN_INFO_NAME, info)
+        if info["status"] == OK:
+            from allennlp_tune.reporting.verify import check_finished_run
+
+            damage = check_finished_run(run_dir)
+            if damage is not None:  # the pipeline's own predictions disagree with its score
+                bar.write(f"{self.tool}: {label}: finished, but damaged at once: {damage}")
         bar.update()
 
     def _kept(self, run_dir: Path, pending_log: Path, bar: Any) -> bool:
@@ -387,11 +421,20 @@ class _Grid:
         failed one with `keep_failed`. Otherwise what is there (a changed run, a partial or
         failed attempt) is moved aside, and the run is to be trained.
         """
+        damage = self._damage(run_dir)
         if run_dir in self.retrain:
             aside = move_aside(run_dir, "changed")
             self.result.moved_aside.append(aside)
             self.result.retrained.append(run_dir)
             bar.write(f"{self.tool}: moved the changed {run_dir} aside to {aside.name}")
+        elif damage is not None:
+            aside = move_aside(run_dir, "damaged")
+            self.result.moved_aside.append(aside)
+            self.result.damaged.append(run_dir)
+            bar.write(
+                f"{self.tool}: {run_dir} is damaged ({damage}); moved it aside to "
+                f"{aside.name}, all its files kept, and training it again"
+            )
         elif is_complete(run_dir):
             if not (run_dir / ARCHIVE_NAME).is_file():
                 bar.write(
@@ -409,6 +452,17 @@ class _Grid:
             reason = "failed" if previous.get("status") == FAILED else "incomplete"
             self._move_unfinished_aside(run_dir, reason, pending_log, bar)
         return False
+
+    def _damage(self, run_dir: Path) -> Optional[str]:
+        """What is damaged in `run_dir`: as found before training, or, for a worker (whose
+        runs other workers may have finished since), checked now."""
+        if run_dir in self.damaged:
+            return self.damaged.pop(run_dir)
+        if self.worker is not None and run_dir not in self.retrain:
+            from allennlp_tune.reporting.verify import run_damage_of
+
+            return run_damage_of(run_dir)
+        return None
 
     def _move_unfinished_aside(
         self, run_dir: Path, reason: str, pending_log: Path, bar: Any
@@ -553,7 +607,7 @@ def run_grid(
     # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
-    retrain, plans = _before_training(
+    retrain, plans, damaged = _before_training(
         configs,
         seeds,
         results_dir,
@@ -585,6 +639,7 @@ def run_grid(
         retrain,
         config_ext_vars=config_ext_vars,
         plans=plans,
+        damaged=damaged,
     )
     jobs = [(config, seed) for seed in seeds for config in configs]
     if coordinator is not None:  # --- workers

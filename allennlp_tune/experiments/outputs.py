@@ -9,6 +9,10 @@ What a run that succeeded leaves besides its score, and the run record every run
   `tune_predict.log`), so its own process never holds a model or a GPU; tune-search in its
   own process (`predict_in_process`), where the trial trained. A prediction that fails is
   noted in `tune_run.json` (`predictions_error`); the run still counts as complete.
+- `outputs` in `tune_run.json`: the size and sha256 of each output the report reads
+  (`metrics.json`, `dev_predictions.jsonl`, `model.tar.gz`: `rundir.digests`), taken once they
+  are all written, so that the grid, the rounds and the report can tell a run's files from
+  files changed, cut short or replaced after it finished.
 - `tune_run.json`, the run record: `run_record` builds its first fields (which tool trained
   which config, task, encoder, mode, variant, seed and ext vars) the same way for a grid's run
   and for a search's trial, so the report reads both alike.
@@ -30,11 +34,13 @@ from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
     COST_NAME,
+    OUTPUTS_KEY,
     PREDICTIONS_NAME,
     config_stem,
     loader_batch_size,
     parse_run_name,
     read_json,
+    record_digests,
     timestamp,
     write_json,
 )
@@ -260,16 +266,20 @@ def record_run_outputs(
     """
     After a run succeeded: `archive_bytes` into its `cost.json` and, with `predict`, its dev
     predictions (log: `tune_predict.log`). Returns what to add to its `tune_run.json`:
-    `predictions` (the file's name) or `predictions_error`. Never raises for a failed
-    prediction: the run itself is fine.
+    `predictions` (the file's name) or `predictions_error`, and `outputs`, the digests of its
+    outputs as they are now (`rundir.digests`). Never raises for a failed prediction: the run
+    itself is fine.
     """
     record_archive_size(run_dir)
-    if predict is None:
-        return {}
-    error = predict(Path(run_dir), environment, Path(run_dir) / PREDICT_LOG_NAME)
-    if error is None:
-        return {"predictions": PREDICTIONS_NAME}
-    return {"predictions_error": error}
+    added: Dict[str, Any] = {}
+    if predict is not None:
+        error = predict(Path(run_dir), environment, Path(run_dir) / PREDICT_LOG_NAME)
+        if error is None:
+            added["predictions"] = PREDICTIONS_NAME
+        else:
+            added["predictions_error"] = error
+    added[OUTPUTS_KEY] = record_digests(Path(run_dir))
+    return added
 
 
 def run_record(

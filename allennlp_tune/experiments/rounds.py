@@ -42,6 +42,7 @@ from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
 from allennlp_tune.reporting.paired import metric_kind, read_predictions
 from allennlp_tune.reporting.sequential import Look, SequentialComparison, SequentialPlan
+from allennlp_tune.reporting.verify import verify_run
 from allennlp_tune.rundir import (
     PREDICTIONS_NAME,
     Run,
@@ -75,7 +76,7 @@ def _merge(total: GridResult, part: GridResult) -> None:
     finished it counts once, as what it was the first time."""
     seen = set(total.trained) | set(total.skipped)
     total.skipped.extend(run for run in part.skipped if run not in seen)
-    for name in ("trained", "failed", "moved_aside", "retrained"):
+    for name in ("trained", "failed", "moved_aside", "retrained", "damaged"):
         getattr(total, name).extend(getattr(part, name))
 
 
@@ -92,7 +93,7 @@ def _round_runs(
         runs[mode] = []
         for seed in seeds:
             run_dir = results_dir / config_stem(configs[mode]) / f"seed_{seed}"
-            run = load_run(run_dir)
+            run = verify_run(load_run(run_dir))  # its files and score checked (`verify`)
             if not run.scored or not run.predictions:
                 why = run.status if not run.scored else f"no {PREDICTIONS_NAME}"
                 log = f"; log: {run.log}" if run.log else ""
@@ -190,7 +191,11 @@ def run_rounds(
         taken = []
         for pair in pairs:
             runs_a, runs_b = (
-                [read_predictions(run.path / PREDICTIONS_NAME) for run in runs[mode]]
+                [
+                    run.loaded.get(PREDICTIONS_NAME)
+                    or read_predictions(run.path / PREDICTIONS_NAME)
+                    for run in runs[mode]
+                ]
                 for mode in pair
             )
             look = result.comparisons[pair].look(runs_a, runs_b)

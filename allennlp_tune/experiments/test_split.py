@@ -16,7 +16,8 @@ scores, it
    computes the paired intervals on test;
 3. records in `tune_run.json` under `test` the archive it scored (`rundir.archive_stamp`), the
    test file's content digest, the predictions' count and its metrics, or the `error` that
-   stopped it.
+   stopped it; and, for a run whose record holds the digests of its outputs (`rundir.digests`),
+   the new digests of `metrics.json` and `test_predictions.jsonl`.
 
 A run is scored once: a rerun skips every run whose record names its current archive and test
 file. A run trained again is a new folder (the grid moves the old one aside whole) and is
@@ -48,6 +49,7 @@ from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
     METRICS_NAME,
+    OUTPUTS_KEY,
     RUN_INFO_NAME,
     TEST_PREDICTIONS_NAME,
     TEST_RECORD_KEY,
@@ -55,6 +57,7 @@ from allennlp_tune.rundir import (
     find_run_dirs,
     is_complete,
     read_json,
+    record_digests,
     timestamp,
     write_json,
 )
@@ -105,8 +108,16 @@ def is_scored(run_dir: Path) -> bool:
 
 
 def _record(run_dir: Path, record: Dict[str, Any]) -> None:
+    """Writes the test record into `tune_run.json`, and, for a run whose record holds digests
+    of its outputs (`rundir.digests`), those of the `metrics.json` and `test_predictions.jsonl`
+    that scoring rewrote (or removed), so that the run stays intact."""
     info = read_json(run_dir / RUN_INFO_NAME) or {}
     info[TEST_RECORD_KEY] = record
+    outputs = info.get(OUTPUTS_KEY)
+    if isinstance(outputs, dict):
+        outputs = {name: entry for name, entry in outputs.items() if name != TEST_PREDICTIONS_NAME}
+        outputs.update(record_digests(run_dir, (METRICS_NAME, TEST_PREDICTIONS_NAME)))
+        info[OUTPUTS_KEY] = outputs
     write_json(run_dir / RUN_INFO_NAME, info)
 
 

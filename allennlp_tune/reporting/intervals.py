@@ -120,7 +120,7 @@ def _read_mode(
         if not has_predictions(run, split):
             continue
         try:
-            loaded.append((run, read_predictions(run.path / name)))
+            loaded.append((run, run.loaded.get(name) or read_predictions(run.path / name)))
         except (PredictionsMismatch, OSError, UnicodeDecodeError) as error:
             notes.append(f"{mode}: left out of the intervals: {error}")
     if loaded and len(loaded) < len(scored):

@@ -131,6 +131,9 @@ def render_json(report: Report) -> Dict[str, Any]:
         "others": [dict(label=label, **_summary_json(summary)) for label, summary in report.others],
         "sequential": report.sequential,
         "budgets": report.budgets,
+        "broken_files": [
+            {"path": str(broken.path), "problems": broken.problems} for broken in report.broken
+        ],
         "runs_without_costs": [str(run.path) for run in report.without_costs()],
         "runs_without_predictions": [str(run.path) for run in report.without_predictions()],
     }

@@ -75,6 +75,15 @@ trains, forward only in frozen ones, only the first frozen epoch with a feature 
 every machine shares. A value no run recorded is "n/a"; the notes list the scored runs without
 `cost.json` or without `dev_predictions.jsonl`.
 
+Results that prove themselves. A run enters a score or a verdict only once its files are the
+ones it wrote when it finished (the digests in its `tune_run.json`, `rundir.digests`) and its
+`metrics.json` score equals the one recomputed from its predictions (`verify`); a run that fails
+is "damaged", listed with what failed, in no mean and no interval. `sequential.json` and
+`budget.json` are held to their shape and to the runs and trials they summarise (`saved`); a
+broken one is named and left out. The summary says how many runs were damaged, and the notes
+how many scored runs predate digests (their scores alone were checked) or have a score that
+their predictions cannot reproduce (a loss, say).
+
 Runs without a score are never dropped: a cell says `failed (1/3)`, `missing metric (1/3)`,
 `incomplete (1/3)` (no metrics.json: killed or still training) or `pruned (1/3)`, and the report
 lists each such run with its log. A cell whose runs were trained with different settings (their
@@ -87,7 +96,8 @@ whose names follow no convention go to a second table. How runs are found and id
 
 Where each part lives, lowest first (each module imports only the ones before it): `labels`
 (titles, the paper's numbers, marks, colours), `costs` (cost arithmetic), `cells` (`Summary`,
-`Row`), `intervals` (`compute_paired`), `tables` (the tables as data), this module (`Report`,
+`Row`), `intervals` (`compute_paired`), `tables` (the tables as data), `verify` (scores against
+predictions), `saved` (`sequential.json`, `budget.json` checked), this module (`Report`,
 its summary lines and notes, `build_report`, `report_from_dirs`), `answer` (the answer first),
 `render` (Markdown and JSON), then the page: `panel_data`, `figures`, `panels` and
 `html_report` (HTML and PNG).
@@ -139,6 +149,7 @@ from allennlp_tune.reporting.paired import (
     TIE,
     describe_test,
 )
+from allennlp_tune.reporting.saved import BrokenFile, check_saved
 from allennlp_tune.reporting.tables import (
     VERDICT_HEADER,
     Table,
@@ -149,17 +160,18 @@ from allennlp_tune.reporting.tables import (
     score_table,
     test_table,
 )
+from allennlp_tune.reporting.verify import verify_runs
 from allennlp_tune.rundir import (
-    BUDGET_NAME,
     COST_NAME,
+    DAMAGED,
     RUN_MODES,
-    SEQUENTIAL_NAME,
     TASKS,
     Run,
     load_runs,
     read_json,
 )
 
+CHECKS_TITLE = "Results that failed their checks"
 # How many differing config keys the report names per mixed cell.
 MAX_MIXED_KEYS = 8
 
@@ -186,6 +198,8 @@ class Report:
     layer_signals: List[Dict[str, Any]] = field(default_factory=list)
     # The `budget.json` of each results folder that has one (`tune-compare --budget`).
     budgets: List[Dict[str, Any]] = field(default_factory=list)
+    # The `sequential.json` and `budget.json` left out, with what failed (`saved`).
+    broken: List[BrokenFile] = field(default_factory=list)
 
     @cached_property
     def spent(self) -> List[DecisionCost]:
@@ -255,6 +269,13 @@ class Report:
             )
             + " sf = stack-then-finetune.",
         ]
+        damaged = [run for run in self.runs if run.status == DAMAGED]
+        if damaged or self.broken:
+            lines.append(
+                f"Damaged: {len(damaged)} run(s) whose files are not what they left (in no score "
+                f"or verdict), {len(self.broken)} broken summary file(s) left out; see "
+                f"{CHECKS_TITLE!r}."
+            )
         if self.split == "validation" and any(row.tested for row in self.rows()):
             lines.append(
                 "Test: the runs scored on the test split after training (tune-compare --test) "
@@ -443,6 +464,7 @@ class Report:
             ("Known overlap with the encoder's training data (model card)", self.overlap_lines()),
             ("Cells that mix settings (config.json differs beyond the seed)", self.mixed_lines()),
             ("Cells with a repeated seed (each run counts in n)", self.repeated_lines()),
+            (CHECKS_TITLE, self.check_lines()),
             ("Runs without a score", self.problem_lines()),
             ("Scored runs without costs or dev predictions", self.missing_output_lines()),
         ]
@@ -488,10 +510,41 @@ class Report:
                 lines.append(f"{_display_path(run.path)}: {', '.join(missing)}")
         return lines
 
+    def check_lines(self) -> List[str]:
+        """
+        The results that failed their checks (damaged runs, broken summary files, each with what
+        failed) and how many scored runs were checked less (no digests, or a score that their
+        predictions cannot reproduce), with why.
+        """
+        lines = [
+            f"damaged: {_display_path(run.path)}: {run.detail}"
+            for run in self.runs
+            if run.status == DAMAGED
+        ]
+        lines += [broken.line() for broken in self.broken]
+        scored = [run for run in self.runs if run.scored]
+        undigested = [run for run in scored if not run.digested]
+        if undigested and (len(undigested) < len(scored) or lines):
+            lines.append(
+                f"{len(undigested)} of {len(scored)} scored runs have no digests of their outputs "
+                "in tune_run.json (trained before them, or outside tune-grid): only their "
+                "scores were checked against their predictions."
+            )
+        reasons: Dict[str, int] = {}
+        for run in scored:
+            if run.unchecked and run.predictions:
+                reasons[run.unchecked] = reasons.get(run.unchecked, 0) + 1
+        for reason, count in reasons.items():
+            lines.append(f"{count} scored run(s): score not recomputed: {reason}.")
+        return lines
+
     def problem_lines(self) -> List[str]:
-        """One line per run without a score: its status, folder, detail and log."""
+        """One line per run without a score: its status, folder, detail and log (a damaged
+        run's line is under `CHECKS_TITLE`)."""
         lines = []
         for run in self.problems:
+            if run.status == DAMAGED:
+                continue
             line = f"{run.status}: {run.path}"
             extras = [
                 extra for extra in (run.detail, f"log: {run.log}" if run.log else None) if extra
@@ -649,21 +702,18 @@ def report_from_dirs(
     margin: Optional[float] = None,
 ) -> Report:
     """
-    The report of the runs under `dirs` (see `build_report`), with each folder's
-    `sequential.json` (`tune-compare --sequential`) and `budget.json` (`tune-compare --budget`).
+    The report of the runs under `dirs` (see `build_report`), each checked against its
+    predictions (`verify`), with each folder's `sequential.json` (`tune-compare --sequential`)
+    and `budget.json` (`tune-compare --budget`) where they pass their checks (`saved`).
     """
     runs, superseded = load_runs([Path(d) for d in dirs], split)
+    verify_runs(runs)
     roots = [str(d) for d in dirs]
     report = build_report(runs, roots, superseded, split, intervals, replicates, margin)
-    report.sequential = [
-        saved for saved in (read_json(Path(d) / SEQUENTIAL_NAME) for d in dirs) if saved is not None
-    ]
+    report.sequential, report.budgets, report.broken = check_saved([Path(d) for d in dirs], runs)
     report.layer_signals = [
         saved
         for saved in (read_json(Path(d) / LAYER_SIGNAL_NAME) for d in dirs)
         if saved is not None
-    ]
-    report.budgets = [
-        saved for saved in (read_json(Path(d) / BUDGET_NAME) for d in dirs) if saved is not None
     ]
     return report

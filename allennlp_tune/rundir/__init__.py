@@ -1,10 +1,17 @@
 """
 The run-folder contract that every room may read and write: how a run directory is named, which
 files it holds, how its JSON is read and written, what `Run` and its statuses are, and what may
-be deleted from a finished one (`tidy`). Nothing here imports the rest of the package but
+be deleted from a finished one (`tidy`), and the digests that prove a finished run's outputs are
+the ones it wrote (`digests`). Nothing here imports the rest of the package but
 `allennlp_tune.modes`, whose `RUN_MODES` (the modes a run name can carry) it passes on.
 """
 
+from allennlp_tune.rundir.digests import (
+    DIGESTED_NAMES,
+    OUTPUTS_KEY,
+    digest_problems,
+    record_digests,
+)
 from allennlp_tune.rundir.jsonio import (
     describe_value,
     read_json,
@@ -33,6 +40,7 @@ from allennlp_tune.rundir.names import (
     parse_run_name,
 )
 from allennlp_tune.rundir.runs import (
+    DAMAGED,
     FAILED,
     INCOMPLETE,
     LARGEST_METRIC,
@@ -58,6 +66,7 @@ from allennlp_tune.rundir.runs import (
     loader_batch_size,
     metric_of_config,
     move_aside,
+    run_damage,
     timestamp,
 )
 from allennlp_tune.rundir.tidy import (
@@ -69,6 +78,9 @@ from allennlp_tune.rundir.tidy import (
 
 __all__ = [
     "ARCHIVE_NAME",
+    "DAMAGED",
+    "DIGESTED_NAMES",
+    "OUTPUTS_KEY",
     "BEST_WEIGHTS_NAME",
     "CHECKPOINT_PATTERN",
     "CONFIG_NAME",
@@ -106,6 +118,7 @@ __all__ = [
     "current_test_record",
     "config_stem",
     "describe_value",
+    "digest_problems",
     "find_run_dirs",
     "fingerprint_settings",
     "is_complete",
@@ -118,6 +131,8 @@ __all__ = [
     "parse_run_name",
     "read_json",
     "read_json_object",
+    "record_digests",
+    "run_damage",
     "tidy_run_dir",
     "timestamp",
     "write_json",

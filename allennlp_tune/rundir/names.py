@@ -54,10 +54,11 @@ _NAME_PATTERN = re.compile(
     r"(?:[_\-.](?P<variant>.+))?$"
 )
 _SEED_NAME = re.compile(r"^(?P<rest>.*?)[_\-.]?seed[_\-]?(?P<seed>\d+)$")
-# tune-grid and tune-search move a partial or failed attempt, or a complete run that no longer
-# matches the command (`--retrain-changed`), aside under this name before rerunning it; the
-# report ignores such directories (and says how many it ignored).
-SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed|changed)-\d{8}T\d{6}")
+# tune-grid and tune-search move a partial or failed attempt, a complete run that no longer
+# matches the command (`--retrain-changed`) or a damaged one (its files are not what it left,
+# `runs.DAMAGED`) aside under this name before rerunning it; the report ignores such
+# directories (and says how many it ignored).
+SUPERSEDED_PATTERN = re.compile(r"\.(incomplete|failed|changed|damaged)-\d{8}T\d{6}")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,14 @@ mean or a difference.
 A run whose `config.json`, `metrics.json` or `tune_run.json` cannot be used (not JSON, not an
 object, a `trainer` that is not an object) gets the status "unreadable", with the file and what
 is wrong with it; the report still lists every other run.
+
+A run whose `tune_run.json` says it finished ("ok") but whose files are not what it left gets the
+status "damaged", with what failed: a file that differs from the digest its record holds (size,
+then sha256: `digests`), a `metrics.json` or `config.json` that is missing or cannot be read.
+A damaged run is never complete (`is_complete`), never in a score or a verdict, and the grid
+moves it aside (`<run>.damaged-<timestamp>`) and trains it again. The score recomputed from its
+predictions is the other check, one room up (`allennlp_tune.reporting.verify`), which also marks
+runs damaged.
 """
 
 import datetime
@@ -42,6 +50,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.rundir.digests import OUTPUTS_KEY, digest_problems
 from allennlp_tune.rundir.jsonio import describe_value, read_json, read_json_object
 from allennlp_tune.rundir.names import (
     ARCHIVE_NAME,
@@ -68,7 +77,19 @@ INCOMPLETE = "incomplete"
 UNREADABLE = "unreadable"  # a run file that is not what AllenNLP or tune-grid writes
 NOT_A_NUMBER = "metric not a number"  # the metric's key holds a string, a list, ...
 NOT_FINITE = "metric not finite"  # infinite, or beyond LARGEST_METRIC
-STATUSES = (OK, MISSING_METRIC, NOT_A_NUMBER, NOT_FINITE, FAILED, PRUNED, INCOMPLETE, UNREADABLE)
+# Finished ("ok" in tune_run.json) but its files are not what it left (module docstring).
+DAMAGED = "damaged"
+STATUSES = (
+    OK,
+    MISSING_METRIC,
+    NOT_A_NUMBER,
+    NOT_FINITE,
+    FAILED,
+    PRUNED,
+    INCOMPLETE,
+    UNREADABLE,
+    DAMAGED,
+)
 # The largest magnitude a score may have: the report multiplies by 100, sums and subtracts
 # scores, which overflows to inf not far above this.
 LARGEST_METRIC = 1e300
@@ -148,6 +169,15 @@ class Run:
     # and its `test_<metric>` in metrics.json (a finite number, else `None`) whatever the split.
     test_predictions: bool = False
     test_value: Optional[float] = None
+    # Whether `tune_run.json` holds digests of the outputs (`digests`), all of which matched;
+    # `False` for a run recorded before digests (or not by tune-grid / tune-search).
+    digested: bool = False
+    # Why the score was not recomputed from the predictions (`reporting.verify`); `None` when
+    # it was, or before that check ran.
+    unchecked: Optional[str] = None
+    # Files already read and checked, by name (`reporting.verify` keeps the predictions it
+    # scored here, so that the intervals do not read them again).
+    loaded: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def scored(self) -> bool:
@@ -157,13 +187,36 @@ class Run:
 
 def is_complete(run_dir: Path) -> bool:
     """
-    A tune-grid run is complete when it has its metrics and status "ok". Its archive is not
-    required: tune_run.json is written after training has archived the model, so a finished run
-    without `model.tar.gz` is one whose archive was deleted (to free disk) and is not trained
-    again (the grid says so; delete the run's folder to train it again).
+    A tune-grid run is complete when it has its metrics and status "ok" and is not damaged
+    (`run_damage`). Its archive is not required: tune_run.json is written after training has
+    archived the model, so a finished run without `model.tar.gz` is one whose archive was
+    deleted (to free disk) and is not trained again (the grid says so; delete the run's folder
+    to train it again). The score recomputed from the predictions is checked one room up
+    (`reporting.verify.run_damage`), where the grid asks.
     """
     info = read_json(run_dir / RUN_INFO_NAME) or {}
-    return info.get("status") == OK and (run_dir / METRICS_NAME).is_file()
+    if info.get("status") != OK or not (run_dir / METRICS_NAME).is_file():
+        return False
+    return not run_damage(run_dir, info)
+
+
+def run_damage(run_dir: Path, info: Mapping[str, Any]) -> List[str]:
+    """
+    What is damaged in a run that `info` (its `tune_run.json`) records as finished ("ok"): its
+    `config.json` or `metrics.json` missing or unreadable, and each file that differs from its
+    recorded digest (`digests.digest_problems`). `[]` for an intact run, and for one whose
+    record does not say "ok" (failed, pruned or unfinished runs are not damaged, only unfinished).
+    """
+    if info.get("status") != OK:
+        return []
+    damage = []
+    for name in (CONFIG_NAME, METRICS_NAME):
+        loaded, problem = read_json_object(run_dir / name)
+        if problem is not None:
+            damage.append(f"{name}: {problem}")
+        elif loaded is None:
+            damage.append(f"{name}: missing, but {RUN_INFO_NAME} says the run finished")
+    return damage + (digest_problems(run_dir, info) or [])
 
 
 def timestamp() -> str:
@@ -172,8 +225,9 @@ def timestamp() -> str:
 
 def move_aside(run_dir: Path, reason: str) -> Path:
     """
-    Renames `run_dir` to `<run_dir>.<reason>-<timestamp>` (reason "incomplete", "failed" or
-    "changed") so it can be rerun without deleting anything a user might want to look at.
+    Renames `run_dir` to `<run_dir>.<reason>-<timestamp>` (reason "incomplete", "failed",
+    "changed" or "damaged") so it can be rerun without deleting anything a user might want to
+    look at.
     """
     target = run_dir.with_name(f"{run_dir.name}.{reason}-{timestamp()}")
     suffix = 1
@@ -387,6 +441,11 @@ def load_run(run_dir: Path, split: str = "validation") -> Run:
         run.status = recorded
         run.detail = info.get("error")
         return run
+    damage = run_damage(run_dir, info)
+    if damage:
+        run.status, run.detail = DAMAGED, "; ".join(damage)
+        return run
+    run.digested = recorded == OK and isinstance(info.get(OUTPUTS_KEY), dict)
     if problems:
         run.status = UNREADABLE
         run.detail = "; ".join(problems)

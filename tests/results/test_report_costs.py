@@ -42,12 +42,18 @@ def cost(trainable, total=110_000_000, stored=None, seconds=(40.0, 44.0), rss=20
 
 
 def add_outputs(run_dir, cost_json=None, predictions=True):
+    """The run's cost.json and dev predictions, which give its accuracy in metrics.json (the
+    report recomputes it: `reporting.verify`), right on the first examples of 1000."""
     if cost_json is not None:
         (run_dir / "cost.json").write_text(json.dumps(cost_json))
     if predictions:
-        (run_dir / "dev_predictions.jsonl").write_text(
-            '{"index": 0, "gold": "0", "prediction": "0"}\n'
-        )
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        right = round(1000 * metrics.get("best_validation_accuracy", 1.0))
+        lines = [
+            json.dumps({"index": k, "gold": "0", "prediction": "0" if k < right else "1"})
+            for k in range(1000)
+        ]
+        (run_dir / "dev_predictions.jsonl").write_text("\n".join(lines) + "\n")
     return run_dir
 
 
@@ -89,8 +95,8 @@ def test_bitfit_and_lora_columns_and_the_cost_table(grid):
     header = next(line for line in markdown.splitlines() if line.startswith("| Task | Metric"))
     assert header.endswith("| sf (ours) | bitfit (ours) | lora (ours) |")
     bert = table_rows(markdown, "BERT")
-    # Every run has (the same one-line) dev predictions: a verdict column after Δ, a tie.
-    assert bert["SICK-E"][6:8] == ["+5.0", "tie +0.0 [+0.0, +0.0]"]
+    # The verdict from dev predictions that give each run its score (0.80 vs 0.85 of 1000).
+    assert bert["SICK-E"][6:8] == ["+5.0", "ft +5.0 [+3.7, +6.4]"]
     assert bert["SICK-E"][9:] == ["84.0 ± 0.0 (n=2)", "83.0 ± 0.0 (n=2)", "84.5 ± 0.0 (n=2)"]
 
     section = markdown.split("## BERT: costs (mean over runs)\n", 1)[1]

@@ -8,6 +8,7 @@ import pytest
 
 from allennlp_tune.reporting.html_report import render_report_html, render_report_png
 from allennlp_tune.reporting.labels import OVERLAP_MARK, RELATED_OVERLAP_MARK
+from allennlp_tune.reporting.paired import metric_values
 from allennlp_tune.reporting.render import render_json, render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.reporting.tables import VERDICT_HEADER
@@ -62,9 +63,19 @@ def make(
     metric="+accuracy",
     config=None,
 ):
-    """A scored run folder `root/cell/seed_<seed>`, with dev predictions unless `None`."""
-    if value is None:
+    """A scored run folder `root/cell/seed_<seed>`, with dev predictions unless `None`; its
+    score (unless given) is the one its predictions give, as the report checks
+    (`reporting.verify`)."""
+    if value is None and metric == "+accuracy":
         value = accuracy(golds, predictions)
+    elif value is None:
+        options = {key: (config or {}).get("model", {}).get(key) for key in ("positive_label",)}
+        encoding = (config or {}).get("model", {}).get("label_encoding")
+        records = [
+            {"index": k, "gold": g, "prediction": p}
+            for k, (g, p) in enumerate(zip(golds, predictions))
+        ]
+        (value,) = metric_values([records], metric, scale=1.0, tag_encoding=encoding, **options)
     run_dir = make_run(root / cell / f"seed_{seed}", seed, value, metric=metric)
     if config:
         data = json.loads((run_dir / "config.json").read_text())
@@ -201,9 +212,11 @@ def test_a_broken_predictions_file_is_left_out_and_named(clear_winner):
     broken = clear_winner / "sick_e_bert_ft" / "seed_3" / "dev_predictions.jsonl"
     broken.write_text("not json\n")
     markdown = render_markdown(report(clear_winner))
-    lines = notes(markdown, "Paired comparisons (verdicts)")
+    # The run's score cannot be checked against its predictions: it is damaged, in no mean.
+    lines = notes(markdown, "Results that failed their checks")
     assert any(str(broken) in line and "not JSON" in line for line in lines)
-    assert any("ft: the intervals use 2 of its 3 scored runs" in line for line in lines)
+    lines = notes(markdown, "Paired comparisons (verdicts)")
+    assert any("ft (1, 2)" in line for line in lines)
     _, rows = table(markdown, "BERT")
     assert rows["SICK-E"][VERDICT_HEADER].startswith("ft ")
 
@@ -267,17 +280,17 @@ def test_f1_of_the_positive_label_and_span_f1(tmp_path, make_run):
     root = tmp_path / "runs"
     label = {"model": {"positive_label": "1"}}
     for seed in (1, 2):
-        make(make_run, root, "mrpc_bert_fe", seed, wrong_every(2, seed), value=0.5,
+        make(make_run, root, "mrpc_bert_fe", seed, wrong_every(2, seed),
              metric="+f1", config=label)  # fmt: skip
-        make(make_run, root, "mrpc_bert_ft", seed, wrong_every(9, seed), value=0.9,
+        make(make_run, root, "mrpc_bert_ft", seed, wrong_every(9, seed),
              metric="+f1", config=label)  # fmt: skip
     tags = [["B-PER", "I-PER", "O", "B-LOC"] for _ in range(30)]
     missed = [["B-PER", "I-PER", "O", "O"] if k % 2 else list(t) for k, t in enumerate(tags)]
     encoding = {"model": {"label_encoding": "BIO"}}
     for seed in (1, 2):
-        make(make_run, root, "conll2003_bert_fe", seed, missed, golds=tags, value=0.8,
+        make(make_run, root, "conll2003_bert_fe", seed, missed, golds=tags,
              metric="+f1-measure-overall", config=encoding)  # fmt: skip
-        make(make_run, root, "conll2003_bert_ft", seed, tags, golds=tags, value=1.0,
+        make(make_run, root, "conll2003_bert_ft", seed, tags, golds=tags,
              metric="+f1-measure-overall", config=encoding)  # fmt: skip
     data = render_json(report(root))
     by_task = {row["task"]: row for row in data["rows"]}
