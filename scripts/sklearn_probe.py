@@ -28,8 +28,8 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 Split = Tuple[List[Tuple[str, ...]], List]  # (texts per example, labels)
-C_GRID = (0.01, 0.1, 1.0, 10.0)
-ALPHA_GRID = (1.0, 10.0, 100.0, 1000.0)
+C_GRID = (0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 1.0)
+ALPHA_GRID = (10.0, 100.0, 1000.0, 3000.0, 10000.0, 30000.0)
 REGRESSION = ("sick_r", "sts_b")
 
 
@@ -143,7 +143,7 @@ def probe(task: str, train: Split, dev: Split, tokenizer, model) -> Dict:
                 best = {"score": score, "layer": layer, "strength": strength}
     return {
         "task": task,
-        "dev": round(100 * best["score"], 2),
+        "dev": round(100 * float(best["score"]), 2),
         "layer": best["layer"],
         "strength": best["strength"],
         "train": len(train[1]),

@@ -21,8 +21,8 @@ class TuneTextClassifierPredictor(JsonLinesPredictor):
     """
     Predicts a label (with probabilities) or a score for one sentence or a sentence pair, for
     every classification and regression model of allennlp-tune (`pooled_classifier`,
-    `pair_classifier`, `tune_esim`, `esim_regression`, `tune_bcn`, `tune_frozen_head`), and for allennlp-models'
-    `esim` and `bcn` too (`--predictor tune_text_classifier`).
+    `pair_classifier`, `tune_esim`, `esim_regression`, `tune_bcn`, `tune_frozen_head`), and for
+    allennlp-models' `esim` and `bcn` too (`--predictor tune_text_classifier`).
 
     Input, one JSON object a line, depending on the archive's dataset reader:
 
