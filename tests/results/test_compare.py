@@ -193,7 +193,7 @@ def test_unknown_tasks_bad_labels_and_unusable_modes_are_refused(tmp_path):
         )
     reader = {"type": "tune_table", "header": True, "text": "review", "label": "score"}
     regression = write_reviews(tmp_path / "b", kind="regression", reader=reader, metric="+pearson")
-    with pytest.raises(ConfigurationError, match="kind regression has no feature-extraction"):
+    with pytest.raises(ConfigurationError, match="kind regression has no paper feature-extraction"):
         run_compare(str(regression), str(BERT), ["fe"], [1], tmp_path / "r2")
 
 
