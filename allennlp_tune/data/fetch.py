@@ -64,6 +64,8 @@ import requests
 import urllib3
 from tqdm import tqdm
 
+from allennlp_tune.rundir.digests import sha256_of
+
 MIRROR_VARIABLE = "TUNE_DATA_MIRROR"
 DOWNLOADS_FOLDER = ".downloads"
 CHUNK = 1 << 16
@@ -384,14 +386,6 @@ def source_url(download: Download, mirror: Optional[str] = None) -> str:
     if mirror:
         return mirror.rstrip("/") + "/" + download.name
     return download.url
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def human_size(size: Optional[int], approx: str = "") -> str:
