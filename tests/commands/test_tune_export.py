@@ -296,6 +296,15 @@ def _refuse_mkdir(monkeypatch, refused, code=errno.EROFS):
         return real_mkdir(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "mkdir", mkdir)
+    # Python 3.10's `Path.mkdir` calls the `os.mkdir` its accessor bound at import, not this one.
+    real_path_mkdir = Path.mkdir
+
+    def path_mkdir(self, *args, **kwargs):
+        if refused(Path(self)):
+            raise OSError(code, os.strerror(code), str(self))
+        return real_path_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", path_mkdir)
 
 
 def _cli_error(run_allennlp, capsys, *args: str) -> str:

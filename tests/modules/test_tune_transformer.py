@@ -124,3 +124,23 @@ def test_fine_tuning_folds_long_inputs_and_gets_gradients_through_every_segment(
     (output[:, -3:] * torch.randn_like(output[:, -3:])).sum().backward()
     embeddings = tuned.transformer_model.embeddings.word_embeddings.weight
     assert embeddings.grad is not None and embeddings.grad.abs().sum() > 0
+
+
+def test_building_the_encoder_leaves_the_global_rng_as_it_was(bert_path):
+    """
+    Whether AllenNLP's model cache holds the encoder or not, building the embedder draws nothing
+    from the global RNG, so the head built after it starts from weights that depend on the seed
+    only (transformers 4.20 draws while loading, and a second run in one process used to get
+    another head).
+    """
+    from allennlp.common import cached_transformers
+
+    draws = []
+    for cached in (False, True):
+        if not cached:
+            cached_transformers._model_cache.clear()
+        torch.manual_seed(3)
+        TuneTransformerEmbedder(bert_path, reinit_modules=1)
+        draws.append(torch.rand(4))
+    torch.manual_seed(3)
+    assert torch.equal(draws[0], torch.rand(4)) and torch.equal(draws[1], draws[0])

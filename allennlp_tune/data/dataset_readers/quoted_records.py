@@ -7,6 +7,7 @@ quote never closed is a `ConfigurationError`: the rest of the file is inside it.
 
 import csv
 import logging
+import sys
 from typing import Iterable, Iterator, List, Tuple
 
 from allennlp.common.checks import ConfigurationError
@@ -18,6 +19,10 @@ logger = logging.getLogger(__name__)
 
 # Python's `csv` refuses a field longer than this many characters (`csv.field_size_limit()`).
 FIELD_LIMIT_ERROR = "field larger than field limit"
+# Python < 3.11's `csv` refuses a line holding a NUL byte ("line contains NUL") before any cell
+# is read; such lines reach it with NUL as this noncharacter, put back in the record's cells, so
+# that the reader names the cell that holds it, as on Python 3.11.
+NUL_STANDIN = "\uffff" if sys.version_info < (3, 11) else None
 
 
 def field_too_large(start: int, end: int) -> InvalidRow:
@@ -37,11 +42,14 @@ def quoted_records(
 ) -> Iterator[Tuple[int, object]]:
     """`(first line, (cells, last line))` per record of `lines`, or `(first line, InvalidRow)`;
     logs how many records span several lines, once the file is read."""
-    position = {"line": 0}
+    position = {"line": 0, "nul": False}
 
     def source() -> Iterator[str]:
         for line_number, line in lines:
             position["line"] = line_number
+            if NUL_STANDIN and "\x00" in line:
+                position["nul"] = True
+                line = line.replace("\x00", NUL_STANDIN)
             yield line + "\n"
 
     reader = csv.reader(source(), delimiter=delimiter, quotechar='"', strict=True)
@@ -72,12 +80,16 @@ def quoted_records(
                     ),
                 )
             start = end + 1
+            position["nul"] = False
             continue
         end = position["line"]
+        if position["nul"]:
+            cells = [cell.replace(NUL_STANDIN, "\x00") for cell in cells]
         yield start, (cells, end)
         if end > start:
             spanning.append((start, end))
         start = end + 1
+        position["nul"] = False
     if spanning:
         first_start, first_end = spanning[0]
         logger.warning(

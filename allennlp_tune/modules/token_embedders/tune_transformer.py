@@ -208,18 +208,25 @@ class TuneTransformerEmbedder(
         # Full fine-tuning keeps the error of a cache on a training encoder; a block may have one.
         check_mode(mode, feature_cache, owner, caches_below_block=tuned_groups != "all")
         lora_options = check_lora_options(lora, mode, owner)
-        super().__init__(
-            model_name,
-            max_length=max_length,
-            sub_module=sub_module,
-            override_weights_file=override_weights_file,
-            override_weights_strip_prefix=override_weights_strip_prefix,
-            reinit_modules=reinit_modules,
-            load_weights=load_weights,
-            gradient_checkpointing=gradient_checkpointing,
-            tokenizer_kwargs=tokenizer_kwargs,
-            transformer_kwargs=transformer_kwargs,
-        )
+        # Loading draws from the global RNG on some stacks (transformers 4.20 initialises the
+        # weights before loading them) but not when AllenNLP's model cache holds the encoder, so
+        # the head built after it would start from other weights in the second run of a process
+        # (in-process search trials, tests). The load runs on a copy of the RNG state: the head's
+        # initialisation depends on the seed only, as on the locked stack, where loading draws
+        # nothing.
+        with torch.random.fork_rng(devices=[]):
+            super().__init__(
+                model_name,
+                max_length=max_length,
+                sub_module=sub_module,
+                override_weights_file=override_weights_file,
+                override_weights_strip_prefix=override_weights_strip_prefix,
+                reinit_modules=reinit_modules,
+                load_weights=load_weights,
+                gradient_checkpointing=gradient_checkpointing,
+                tokenizer_kwargs=tokenizer_kwargs,
+                transformer_kwargs=transformer_kwargs,
+            )
         if isinstance(getattr(self.transformer_model, "pooler", None), torch.nn.Module):
             self.transformer_model.pooler = None
 
