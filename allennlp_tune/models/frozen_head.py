@@ -80,6 +80,10 @@ class FrozenHead(Model):
         pair vectors, `4 x dim`.
     """
 
+    # The head runs once per instance on its pooled vector(s), not once per token: what the
+    # budget in compute charges it (`training/callbacks/cost.py`).
+    head_runs_per = "instance"
+
     def __init__(
         self,
         vocab: Vocabulary,

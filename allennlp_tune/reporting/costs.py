@@ -192,6 +192,47 @@ def forward_equivalents(passes: Optional[Tuple[float, float]]) -> Optional[float
     return both * (1.0 + BACKWARD_FORWARDS) + forward
 
 
+def head_forward_equivalents(run: Run, wordpieces_per_instance: Optional[float]) -> Optional[float]:
+    """
+    The task network's work over the run's training epochs, in forward passes of the encoder
+    over one instance (`forward_equivalents`' unit), so that a frozen arm whose head is a
+    BiLSTM is not counted as free. Per instance and epoch the head (every parameter outside the
+    encoder: `total_params - encoder_params` of `cost.json`) runs forward and backward, three
+    times its forward flops, once per token (BCN, ESIM, a tagger: about as many positions as the
+    encoder's wordpieces, which cancel) or once per instance (`head_runs_per: "instance"`, a
+    head on pooled vectors: against `wordpieces_per_instance` encoder positions). Each
+    parameter counts about 2 flops per position, as each of the encoder's dense parameters
+    (`encoder_dense_params`, else `encoder_params`) does. A flop count: it leaves out what a
+    BiLSTM's sequential steps cost beyond their flops (on this CPU a cached BCN epoch took
+    about as long as an ft epoch, docs/RESULTS.md section 14), and AllenNLP's per-batch work.
+    `None` without those fields, or for a per-instance head without `wordpieces_per_instance`.
+    """
+    cost = run.cost or {}
+    total, encoder = cost.get("total_params"), cost.get("encoder_params")
+    dense = cost.get("encoder_dense_params")
+    dense = dense if _is_number(dense) and dense > 0 else encoder
+    instances = cost.get("epoch_instances")
+    if not (_is_number(total) and _is_number(dense) and dense > 0 and isinstance(instances, list)):
+        return None
+    per_instance = (1.0 + BACKWARD_FORWARDS) * max(0.0, float(total) - float(encoder)) / dense
+    if cost.get("head_runs_per") == "instance":
+        if not wordpieces_per_instance:
+            return None
+        per_instance /= wordpieces_per_instance
+    return per_instance * sum(int(count) for count in instances if _is_number(count))
+
+
+def compute_equivalents(run: Run, wordpieces_per_instance: Optional[float]) -> Optional[float]:
+    """What the run's training cost in the budget's compute unit (`tune-compare --budget-unit
+    compute`): its encoder passes as forward passes (`forward_equivalents`) plus its head's
+    work (`head_forward_equivalents`); `None` where either is unknown."""
+    encoder = forward_equivalents(encoder_passes(run))
+    head = head_forward_equivalents(run, wordpieces_per_instance)
+    if encoder is None or head is None:
+        return None
+    return encoder + head
+
+
 def mean_encoder_passes(runs: Sequence[Run]) -> Optional[Tuple[float, float]]:
     """The mean of `encoder_passes` over the runs that recorded it (pass the scored runs)."""
     counted = [p for p in map(encoder_passes, runs) if p is not None]

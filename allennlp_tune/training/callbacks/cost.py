@@ -10,6 +10,8 @@ The `tune_cost` callback writes `cost.json` into the serialization directory aft
   "encoder_trainable_params": 13,       // the same, counting only the encoder's parameters
   "total_params": 110664194,
   "encoder_params": 109482240,
+  "encoder_dense_params": 85054464,     // those outside embedding tables: what runs per token
+  "head_runs_per": "token",             // "token", or "instance" for a head that pools first
   "stored_params": 110664194,           // model.state_dict() at the end: what the archive keeps
   "epoch_seconds": [41.2, 40.8],        // wall seconds per epoch, validation included
   "mean_epoch_seconds": 41.0,
@@ -30,6 +32,12 @@ forward only in one whose encoder is frozen (tune-report: `encoder_passes`; a bl
 epochs count the share of `encoder_layers` they run forward and backward). Instances are
 counted from each training batch's first tensor (its first dimension); under distributed
 training each process counts its own share and the primary writes its count.
+
+`encoder_dense_params` and `head_runs_per` let the budget in compute (`tune-compare
+--budget-unit compute`) count the task network's work beside the encoder's: the head (every
+parameter outside the encoder) runs once per token (BCN, ESIM, a tagger) or once per instance
+(`tune_frozen_head`, which declares `head_runs_per = "instance"`), each parameter costing about
+the same per position as a dense encoder parameter (`reporting.costs.head_forward_equivalents`).
 
 Trainable parameters are counted (`requires_grad`) when training starts and at the start of
 every epoch (its first training batch), and the maximum is kept: stack-then-finetune and
@@ -72,6 +80,18 @@ def encoder_parameters(model: torch.nn.Module) -> List[torch.nn.Parameter]:
             for parameter in module.parameters():
                 seen.setdefault(id(parameter), parameter)
     return list(seen.values())
+
+
+def dense_encoder_parameters(model: torch.nn.Module) -> List[torch.nn.Parameter]:
+    """The encoder's parameters outside its embedding tables (`torch.nn.Embedding`): those a
+    forward pass multiplies with every token, about 2 flops each (Kaplan et al., 2020)."""
+    tables = {
+        id(parameter)
+        for module in model.modules()
+        if isinstance(module, torch.nn.Embedding)
+        for parameter in module.parameters()
+    }
+    return [p for p in encoder_parameters(model) if id(p) not in tables]
 
 
 def count(parameters, trainable_only: bool = False) -> int:
@@ -181,6 +201,8 @@ class CostCallback(TrainerCallback):
             "encoder_trainable_params": self._encoder_trainable,
             "total_params": count(model.parameters()),
             "encoder_params": count(encoder_parameters(model)),
+            "encoder_dense_params": count(dense_encoder_parameters(model)),
+            "head_runs_per": getattr(model, "head_runs_per", "token"),
             "stored_params": stored_parameters(model),
             "epoch_seconds": [round(s, 3) for s in seconds],
             "mean_epoch_seconds": round(sum(seconds) / len(seconds), 3) if seconds else None,
