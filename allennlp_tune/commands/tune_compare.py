@@ -134,6 +134,16 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
         "same command share the trials (each mode still gets exactly K) and then the seeds",
     )
     subparser.add_argument(
+        "--budget-unit",
+        choices=("trials", "compute"),
+        default="trials",
+        help="with --budget: what K counts. trials (the default): every mode gets K trials. "
+        "compute: every mode's trials may spend what K trials of the costliest mode spend, in "
+        "encoder forward passes with the task network's work added, so a cheap frozen arm (a "
+        "light head on cached features) gets more trials, at least K and at most 10 K; the "
+        "report says which unit and how many trials each mode got. Not with --coordinator",
+    )
+    subparser.add_argument(
         "--space",
         action="append",
         default=[],
@@ -215,6 +225,7 @@ def compare_main(args: argparse.Namespace) -> None:
             margin=args.margin,
             budget=args.budget,
             spaces=spaces,
+            budget_unit=args.budget_unit,
             **grid_options(args, ext_vars),
         ),
         args,

@@ -129,6 +129,9 @@ class ModeSearch:
     # search's part of what the full protocol would have cost.
     full_passes: Optional[Tuple[float, float]] = None
     notes: List[str] = field(default_factory=list)
+    # Under a compute budget (`budget_compute`): what its finished trials spent, in forward
+    # passes of the encoder over one instance with the head's work added.
+    compute: Optional[float] = None
 
 
 def base_mode(mode: str) -> str:
@@ -361,6 +364,20 @@ def trial_seeded_sampler(seed: int) -> Any:
     return TrialSeededTPE()
 
 
+def counted_trials(study: Any) -> List[Any]:
+    """The study's finished trials that count against its budget (`_finished`'s)."""
+    import optuna
+
+    states = (
+        optuna.trial.TrialState.COMPLETE,
+        optuna.trial.TrialState.PRUNED,
+        optuna.trial.TrialState.FAIL,
+    )
+    return [
+        trial for trial in study.get_trials(deepcopy=False, states=states) if not interrupted(trial)
+    ]
+
+
 def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, int]:
     """The finished trials by state: of the study, or of `trials` (a workers' study's counted
     ones, `budget_workers.counted_trials`). A trial that Ctrl-C or SIGTERM stopped did not
@@ -464,7 +481,18 @@ def _search_mode(
     spaces: Optional[Dict[str, Tuple[str, ...]]],
     keep_checkpoints: bool,
     tool: str,
+    compute: Optional["ComputeBudget"] = None,  # noqa: F821  (budget_compute's)
 ) -> ModeSearch:
+    """
+    One mode's search, resumed where its study stands: `budget` trials, or with `compute`
+    (`budget_compute`) trials until they spent its total (at least `budget`, at most its cap).
+    """
+    from allennlp_tune.experiments.budget_compute import (
+        format_compute,
+        search_is_done,
+        trials_compute,
+    )
+
     params = mode_space(mode, family, spaces)
     space = list(space_texts(mode, family, spaces))
     name = config_stem(config)
@@ -481,13 +509,25 @@ def _search_mode(
         study = _load_study(storage, name)
     finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
     done = sum(finished.values())
-    if done > budget:
+    most = budget if compute is None else compute.cap
+    if done > most:
         raise ConfigurationError(
             f"--budget {budget}: study {name} in {search_dir} has {done} finished trials "
             f"already, more than the budget; give --budget {done} or more (every mode then gets "
             "that many), or another --results-dir."
         )
-    remaining = budget - done
+    wordpieces = compute.wordpieces_per_instance if compute is not None else None
+    spent = trials_compute(counted_trials(study), wordpieces) if study is not None else 0.0
+    if compute is None:
+        remaining = budget - done
+        stop = None
+    else:
+        remaining = 0 if search_is_done(done, spent, compute) else compute.cap - done
+
+        def stop(study: Any) -> bool:
+            trials = counted_trials(study)
+            return search_is_done(len(trials), trials_compute(trials, wordpieces), compute)
+
     again = interrupted_settings(study) if study is not None else []
     # The start is read off the config once, when the study is new, and kept with it.
     if study is not None and "budget_start" in study.user_attrs:
@@ -495,12 +535,17 @@ def _search_mode(
     else:
         variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
         start, notes = default_setting(config, params, variables, overrides)
-    print(
-        f"{tool}: {mode}: {budget} trials over {' '.join(space)} ({done} finished before"
-        + (f", {remaining} to run" if remaining else "")
-        + ")",
-        file=sys.stderr,
-    )
+    if compute is None:
+        said = f"{budget} trials"
+        before = f"{done} finished before" + (f", {remaining} to run" if remaining else "")
+    else:
+        said = (
+            f"trials until they spend {format_compute(compute.total)} encoder forward passes "
+            f"(--budget {budget} in compute: {budget} trials of {compute.reference}; at least "
+            f"{budget}, at most {compute.cap} trials)"
+        )
+        before = f"{done} finished before, {format_compute(spent)} spent"
+    print(f"{tool}: {mode}: {said} over {' '.join(space)} ({before})", file=sys.stderr)
     for note in notes:
         print(f"{tool}: {mode}: {note}", file=sys.stderr)
     if again and remaining > 0:
@@ -511,7 +556,8 @@ def _search_mode(
         )
     if remaining > 0:
         print(
-            f"{tool}: {mode}: training {remaining} trial(s) in this process; their logs: "
+            f"{tool}: {mode}: training {'up to ' if stop else ''}{remaining} trial(s) in this "
+            "process; their logs: "
             f"{search_dir / name}/trial_<n>/out.log",
             file=sys.stderr,
         )
@@ -534,15 +580,19 @@ def _search_mode(
                     sampler=trial_seeded_sampler(SAMPLER_SEED),
                     pruner=budget_pruner(),
                     enqueue=([start] if start else []) + again,
+                    stop=stop,
                 )
         study = _load_study(storage, name)
     if study.user_attrs.get("budget_space") is None:
         study.set_user_attr("budget_space", space)
         study.set_user_attr("budget_start", start)
         study.set_user_attr("budget_notes", notes)
-    return mode_result(
+    result = mode_result(
         mode, study, name, config, space, start, notes, _finished(study), done, search_dir
     )
+    if compute is not None:
+        result.compute = trials_compute(counted_trials(study), wordpieces)
+    return result
 
 
 def mode_result(
@@ -590,9 +640,14 @@ def mode_result(
 
 
 def budget_record(
-    task: str, encoder: str, budget: int, searches: Sequence[ModeSearch]
+    task: str,
+    encoder: str,
+    budget: int,
+    searches: Sequence[ModeSearch],
+    compute: Optional["ComputeBudget"] = None,  # noqa: F821  (budget_compute's)
 ) -> Dict[str, Any]:
-    """What `budget.json` holds (tune-report's table of the searches reads it)."""
+    """What `budget.json` holds (tune-report's table of the searches reads it): `unit` is
+    `trials`, or `compute` with the `compute_budget` each mode's search had."""
 
     def finite(value: float) -> Optional[float]:
         return value if math.isfinite(value) else None
@@ -612,16 +667,25 @@ def budget_record(
         "search_dir": BUDGET_SEARCH_DIR,
         "search_seed": SEARCH_SEED,
         "pruner": PRUNER_SAID,
+        "unit": "trials" if compute is None else "compute",
+        "compute_budget": compute.record() if compute is not None else None,
         "modes": modes,
     }
 
 
 def _print_bests(searches: Dict[str, ModeSearch], budget: int, tool: str) -> None:
+    from allennlp_tune.reporting.costs import format_params
+
     for search in searches.values():
         said = " ".join(f"{key}={value}" for key, value in sorted(search.setting.items()))
         trials = ", ".join(f"{count} {state}" for state, count in search.trials.items() if count)
         print(
-            f"{tool}: {search.mode}: best of {budget} trials ({trials}): trial "
-            f"{search.best_trial}, {search.metric} {search.best_value:.4g}, {said}",
+            f"{tool}: {search.mode}: best of {sum(search.trials.values())} trials ({trials}): "
+            f"trial {search.best_trial}, {search.metric} {search.best_value:.4g}, {said}"
+            + (
+                f"; {format_params(search.compute)} encoder forward passes spent"
+                if search.compute is not None
+                else ""
+            ),
             file=sys.stderr,
         )

@@ -9,15 +9,19 @@ from typing import Any, Dict, Optional, Tuple
 
 from allennlp_tune.experiments import budget_workers
 from allennlp_tune.experiments.budget import (
+    SEARCH_SEED,
     ModeSearch,
     _print_bests,
     _search_mode,
+    base_mode,
     budget_record,
     check_budget_options,
 )
+from allennlp_tune.experiments.budget_compute import COMPUTE, check_budget_unit, compute_budget
+from allennlp_tune.experiments.budget_plan import most_epochs
 from allennlp_tune.experiments.lock import ResultsDirLock
 from allennlp_tune.experiments.search import _storage_url
-from allennlp_tune.rundir import write_json
+from allennlp_tune.rundir import SEED_EXT_VAR, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
 
 
@@ -34,6 +38,7 @@ def run_budget(
     keep_checkpoints: bool = False,
     tool: str = "tune-compare",
     coordinator: Optional[Any] = None,
+    unit: str = "trials",
 ) -> Dict[str, ModeSearch]:
     """
     Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
@@ -42,8 +47,13 @@ def run_budget(
 
     With a `coordinator` (`workers.Coordinator`) this process is one of many workers that share
     the trials (`budget_workers`): it returns once every mode's search is finished.
+
+    `unit` "compute" (`budget_compute`): each mode's trials spend what `budget` trials of the
+    costliest mode spend, in encoder forward passes with the head's work, instead of each mode
+    getting `budget` trials.
     """
     check_budget_options(budget, list(configs), family, ext_vars, spaces)
+    check_budget_unit(unit, coordinator)
     results_dir = Path(results_dir)
     search_dir = results_dir / BUDGET_SEARCH_DIR
     search_dir.mkdir(parents=True, exist_ok=True)
@@ -68,10 +78,16 @@ def run_budget(
     budget_workers.refuse_if_search_is_shared(search_dir)
     record_path = results_dir / BUDGET_NAME
     searches: Dict[str, ModeSearch] = {}
+    compute = None
+    if unit == COMPUTE:
+        epochs = {mode: most_epochs(mode, family, spaces) for mode in configs}
+        frozen = [mode for mode in configs if base_mode(mode) == "fe"]
+        variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+        compute = compute_budget(configs, budget, epochs, frozen, variables, overrides)
     with ResultsDirLock(results_dir):
         storage = _storage_url(None, search_dir)
         # Written first, so that the trials stay out of tune-report's runs from the start.
-        write_json(record_path, budget_record(task, encoder, budget, []))
+        write_json(record_path, budget_record(task, encoder, budget, [], compute))
         for mode, config in configs.items():
             searches[mode] = _search_mode(
                 mode,
@@ -85,7 +101,11 @@ def run_budget(
                 spaces,
                 keep_checkpoints,
                 tool,
+                compute,
             )
-            write_json(record_path, budget_record(task, encoder, budget, list(searches.values())))
+            write_json(
+                record_path,
+                budget_record(task, encoder, budget, list(searches.values()), compute),
+            )
     _print_bests(searches, budget, tool)
     return searches

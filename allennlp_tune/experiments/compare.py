@@ -510,6 +510,7 @@ def run_compare(
     margin: Optional[float] = None,
     budget: Optional[int] = None,
     spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
+    budget_unit: str = "trials",
     **grid_options: Any,
 ) -> GridResult:
     """
@@ -527,7 +528,8 @@ def run_compare(
     `--param` texts, replacing `allennlp_tune.experiments.budget.SPACES`), and its seeds train
     with its best setting (`allennlp_tune.experiments.budget`). With a `coordinator` as well
     (in `grid_options`), workers share the trials (`budget_workers`) and then the seeds of all
-    modes, as one grid whose configs each carry their mode's best setting.
+    modes, as one grid whose configs each carry their mode's best setting. `budget_unit`
+    "compute" counts K in compute instead of trials (`budget_compute`).
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -543,10 +545,14 @@ def run_compare(
     if budget is not None:
         # Lazy, as the rounds below: the search brings Optuna's room.
         from allennlp_tune.experiments.budget import check_budget_options
+        from allennlp_tune.experiments.budget_compute import check_budget_unit
 
         check_budget_options(budget, unique_modes, chosen.family, ext_vars, spaces)
+        check_budget_unit(budget_unit, grid_options.get("coordinator"))
     elif spaces:
         raise ConfigurationError("--space sets the search space of --budget; give --budget K.")
+    elif budget_unit != "trials":
+        raise ConfigurationError("--budget-unit says what --budget K counts; give --budget K.")
     ext_vars.update(chosen.ext_vars)
     ext_vars.update(checkpoint_pooling(chosen, ext_vars))
     task = load_task(task_spec, ext_vars)
@@ -599,6 +605,7 @@ def run_compare(
             spaces,
             keep_checkpoints=grid_options.get("keep_checkpoints", False),
             coordinator=grid_options.get("coordinator"),
+            unit=budget_unit,
         )
         mode_ext_vars = {mode: {**ext_vars, **searches[mode].setting} for mode in unique_modes}
     if sequential is not None and not grid_options.get("plan_only"):

@@ -55,7 +55,7 @@ import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -503,6 +503,7 @@ def run_search(
     keep_checkpoints: bool = False,
     sampler_seed: Optional[int] = None,
     enqueue: Sequence[Dict[str, Any]] = (),
+    stop: Optional[Callable[[Any], bool]] = None,
 ) -> SearchResult:
     """
     Runs `trials` trials of the study `study_name` in this process (see the module docstring).
@@ -515,9 +516,11 @@ def run_search(
     all (`tidy.tidy_run_dir`); a failed one keeps all. `enqueue` (Optuna params, see
     `parse_settings`) are run first, as part of `trials`, unless the study already has them
     (`enqueue_settings`): e.g. the config's own defaults, so the search ends no worse than them.
-    The trials of this worker share a feature cache, `DIR/<study>/.feature_cache-<worker>`, unless
-    `TUNE_FEATURE_CACHE_DIR` is set in the environment or `ext_vars`; it is removed when the
-    worker stops (kept with `keep_checkpoints`).
+    `stop(study)`, asked after each trial, ends the search before `trials` when it is true (a
+    budget in compute, `budget_compute`). The trials of this worker share a feature cache,
+    `DIR/<study>/.feature_cache-<worker>`, unless `TUNE_FEATURE_CACHE_DIR` is set in the
+    environment or `ext_vars`; it is removed when the worker stops (kept with
+    `keep_checkpoints`).
     """
     config = Path(config)
     results_dir = Path(results_dir)
@@ -557,7 +560,10 @@ def run_search(
         worker,
     )
     with _worker_feature_cache(study_dir, worker, fixed, keep_checkpoints), SigtermAsInterrupt():
-        study.optimize(objective, n_trials=trials, catch=(Exception,))
+        callbacks = []
+        if stop is not None:
+            callbacks.append(lambda study, _trial: study.stop() if stop(study) else None)
+        study.optimize(objective, n_trials=trials, catch=(Exception,), callbacks=callbacks)
     return _search_result(study, objective.numbers, study_dir, storage, config, metric, fixed, seed)
 
 

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 from allennlp_tune.config_vars import RECIPE_VARS
 from allennlp_tune.modes import mode_order, ordered_run_modes
-from allennlp_tune.reporting.budgets import decision_sentence, row_budget
+from allennlp_tune.reporting.budgets import RowBudget, decision_sentence, row_budget
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
@@ -103,11 +103,18 @@ def recipe_words(row: Row, mode: str) -> str:
     return "its config's recipe, not searched for this task"
 
 
-def equal_budgets(trials: int) -> str:
+def equal_budgets(budget: RowBudget) -> str:
     """The fairness words of a `tune-compare --budget K` row."""
+    if budget.unit == "compute":
+        counts = ", ".join(f"{mode} {count}" for mode, count in budget.trials.items())
+        return (
+            f"equal compute budgets (each mode's trials spent what {budget.k} trials of "
+            f"{budget.reference} spend, in encoder forward passes with the head's work: "
+            f"{counts} trials; each mode's seeds at the best setting of its own search)"
+        )
     return (
-        f"equal budgets ({trials} trials per mode, each mode's seeds at the best setting of its "
-        "own search)"
+        f"equal budgets ({budget.k} trials per mode, each mode's seeds at the best setting of "
+        "its own search)"
     )
 
 
@@ -351,7 +358,7 @@ def _cost_words(row: Row, mode: str) -> str:
 
 
 def answer_sentence(
-    label: str, row: Row, budget: Optional[int] = None, margin: Optional[float] = None
+    label: str, row: Row, budget: Optional[RowBudget] = None, margin: Optional[float] = None
 ) -> Optional[str]:
     """One sentence: which arm, by how much (95% intervals), at what cost, how fair (`budget`:
     the row's runs are the seeds of `tune-compare --budget K`, `row_budget`); with a `margin`,

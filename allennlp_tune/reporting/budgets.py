@@ -57,7 +57,8 @@ def _setting_text(setting: Mapping[str, Any]) -> str:
 
 
 def _cost_text(mode: Mapping[str, Any]) -> str:
-    """`12.3 s, encoder passes 4.0k fwd+bwd, 1.2k fwd` (the finished trials together)."""
+    """`12.3 s, encoder passes 4.0k fwd+bwd, 1.2k fwd` (the finished trials together), and
+    under a budget in compute what they spent in its unit."""
     parts = []
     if _number(mode.get("seconds")):
         parts.append(f"{mode['seconds']:.1f} s")
@@ -66,6 +67,8 @@ def _cost_text(mode: Mapping[str, Any]) -> str:
         parts.append(
             f"encoder passes {format_params(passes[0])} fwd+bwd, {format_params(passes[1])} fwd"
         )
+    if _number(mode.get("compute")):
+        parts.append(f"compute {format_params(mode['compute'])} (with the head's)")
     return ", ".join(parts) or NOT_AVAILABLE
 
 
@@ -94,16 +97,46 @@ def budget_table(budgets: Sequence[Mapping[str, Any]]) -> Optional[Table]:
             )
     if not body:
         return None
-    budget_sizes = sorted({str(saved.get("budget")) for saved in budgets})
-    title = f"{BUDGET_TITLE} ({' / '.join(budget_sizes)} trials per mode)"
+    budget_sizes = sorted({_budget_said(saved) for saved in budgets})
+    title = f"{BUDGET_TITLE} ({' / '.join(budget_sizes)})"
     return Table(title, list(BUDGET_HEADER), body)
 
 
-def row_budget(budgets: Sequence[Mapping[str, Any]], encoder: str, row: Row) -> Optional[int]:
+def in_compute(saved: Mapping[str, Any]) -> bool:
+    """Whether the `budget.json` counted its budget in compute (`--budget-unit compute`)."""
+    return saved.get("unit") == "compute"
+
+
+def _budget_said(saved: Mapping[str, Any]) -> str:
+    """`2 trials per mode`, `compute of 2 trials of ft per mode`."""
+    if in_compute(saved):
+        reference = (saved.get("compute_budget") or {}).get("reference")
+        return f"compute of {saved.get('budget')} trials of {reference} per mode"
+    return f"{saved.get('budget')} trials per mode"
+
+
+def _trial_count(searched: Mapping[str, Any]) -> int:
+    trials = searched.get("trials") or {}
+    return sum(count for count in trials.values() if isinstance(count, int))
+
+
+@dataclass(frozen=True)
+class RowBudget:
+    """The search behind a row's seeds (`row_budget`): K, its unit (`trials` or `compute`),
+    the compute budget's reference mode and each mode's trials."""
+
+    k: int
+    unit: str
+    reference: Optional[str]
+    trials: Dict[str, int]
+
+
+def row_budget(budgets: Sequence[Mapping[str, Any]], encoder: str, row: Row) -> Optional[RowBudget]:
     """
-    K when the row's scored runs are all seeds of one `--budget K` search: its `budget.json`
-    has every mode of the row, each with K finished trials, and every scored run's ext vars
-    hold its mode's chosen setting. `None` otherwise (the answer then does not claim it).
+    The search when the row's scored runs are all seeds of one `--budget K` search: its
+    `budget.json` has every mode of the row, each with K finished trials (under a compute
+    budget, K or more), and every scored run's ext vars hold its mode's chosen setting. `None`
+    otherwise (the answer then does not claim it).
     """
     for saved in budgets:
         if saved.get("task") != row.task or saved.get("encoder") != encoder:
@@ -115,18 +148,24 @@ def row_budget(budgets: Sequence[Mapping[str, Any]], encoder: str, row: Row) -> 
         used = [mode for mode in row.used_modes() if row.cells[mode].scored_runs]
         if not used or not isinstance(budget, int):
             continue
-        if all(_is_budget_cell(row, mode, searched.get(mode), budget) for mode in used):
-            return budget
+        compute = in_compute(saved)
+        if all(_is_budget_cell(row, mode, searched.get(mode), budget, compute) for mode in used):
+            return RowBudget(
+                k=budget,
+                unit="compute" if compute else "trials",
+                reference=(saved.get("compute_budget") or {}).get("reference"),
+                trials={mode: _trial_count(searched[mode]) for mode in used},
+            )
     return None
 
 
 def _is_budget_cell(
-    row: Row, mode: str, searched: Optional[Mapping[str, Any]], budget: int
+    row: Row, mode: str, searched: Optional[Mapping[str, Any]], budget: int, compute: bool
 ) -> bool:
     if searched is None:
         return False
-    trials = searched.get("trials") or {}
-    if sum(count for count in trials.values() if isinstance(count, int)) != budget:
+    count = _trial_count(searched)
+    if count < budget if compute else count != budget:
         return False
     setting: Dict[str, Any] = dict(searched.get("setting") or {})
     for run in row.cells[mode].scored_runs:
@@ -146,8 +185,26 @@ def budget_lines(budgets: Sequence[Mapping[str, Any]]) -> List[str]:
             for mode in saved.get("modes") or []
             if isinstance(mode, dict)
         )
+        if in_compute(saved):
+            compute = saved.get("compute_budget") or {}
+            total = compute.get("total")
+            counts = ", ".join(
+                f"{mode.get('mode')} {_trial_count(mode)}"
+                for mode in saved.get("modes") or []
+                if isinstance(mode, dict)
+            )
+            said = (
+                f"a budget in compute: each mode's Optuna trials ran until they spent what "
+                f"{saved.get('budget')} trials of {compute.get('reference')} spend"
+                + (f" ({format_params(total)} encoder forward passes" if _number(total) else " (")
+                + " over one instance each, the head's work added; at least "
+                f"{saved.get('budget')} and at most {compute.get('cap')} trials), so each got "
+                f"{counts} trials"
+            )
+        else:
+            said = f"{saved.get('budget')} Optuna trials per mode"
         lines.append(
-            f"{label}: {saved.get('budget')} Optuna trials per mode (TPE; {saved.get('pruner')}; "
+            f"{label}: {said} (TPE; {saved.get('pruner')}; "
             f"trial seed {saved.get('search_seed')}, not a reported seed; each mode's own "
             f"recipe tried first), trials in {saved.get('search_dir')}/: {spaces}."
         )

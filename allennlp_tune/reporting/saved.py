@@ -15,7 +15,8 @@ seeded as the rounds seeded it, so the same intervals and decisions come out), w
 them have predictions.
 
 `budget.json`: its shape, likewise (`BUDGET_SHAPE`, `MODE_SHAPE`). Each mode's finished
-trials add up to the budget; its best trial's folder (`search/<study>/trial_<n>`), where the
+trials add up to the budget (under a budget in compute, `unit: "compute"`, at least K and at
+most its cap); its best trial's folder (`search/<study>/trial_<n>`), where the
 folder is there, is a finished, undamaged run whose score is the recorded `best_value` and
 whose ext vars hold the recorded `setting`.
 
@@ -158,6 +159,7 @@ BUDGET_SHAPE: Shape = {
     "search_dir": (_is_str, "a string"),
     "search_seed": (_is_int, "an integer"),
     "pruner": (_is_str, "a string"),
+    "unit": (lambda v: v in ("trials", "compute"), '"trials" or "compute"'),
     "modes": (_list_of(_is_object), "a list of objects"),
 }
 
@@ -391,7 +393,16 @@ def budget_problems(saved: Any, results_dir: Path) -> List[str]:
         if "trials" in mode:
             states = ("complete", "pruned", "failed")
             finished = sum(mode["trials"].get(state, 0) for state in states)
-            if finished != saved["budget"]:
+            if saved.get("unit") == "compute":
+                # At least K trials, at most the cap (budget_compute).
+                cap = (saved.get("compute_budget") or {}).get("cap")
+                cap = cap if _is_int(cap) else 10 * saved["budget"]
+                if not saved["budget"] <= finished <= cap:
+                    problems.append(
+                        f"{label}: {finished} finished trials, a budget in compute runs "
+                        f"{saved['budget']} to {cap}"
+                    )
+            elif finished != saved["budget"]:
                 problems.append(
                     f"{label}: {finished} finished trials, the budget is {saved['budget']}"
                 )

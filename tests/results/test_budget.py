@@ -10,6 +10,7 @@ one- or two-epoch runs of 16 sentences.
 
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -116,6 +117,12 @@ def test_budget_options_are_checked_before_anything_trains(tmp_path, monkeypatch
         (["--budget", "2", "--ext-var", "TUNE_LR=1e-4"], "--budget searches TUNE_LR for fe"),
         (["--space", "ft=TUNE_LR=1e-5:1e-4:log"], "--space sets the search space of --budget"),
         (["--budget", "2", "--space", "ft=TUNE_LR=1e-4"], "--space ft: --param 'TUNE_LR=1e-4'"),
+        (["--budget-unit", "compute"], "--budget-unit says what --budget K counts"),
+        (["--budget-unit", "flops"], "invalid choice: 'flops' (choose from 'trials', 'compute')"),
+        (
+            ["--budget", "2", "--budget-unit", "compute", "--coordinator", str(tmp_path / "c.db")],
+            "--budget-unit compute with --coordinator: the workers' searches are counted in",
+        ),
     ]:
         assert allennlp(monkeypatch, *argv, *extra) == 2, extra
         err = capsys.readouterr().err
@@ -529,3 +536,66 @@ def test_the_plan_before_the_search_refuses_a_cache_that_would_not_fit(tmp_path,
     assert message.startswith("nothing was trained: reviews_bertuncased_fe: "), message
     assert "plan of the whole decision (--budget 2)" in capsys.readouterr().err
     assert not (results / "search").exists()
+
+
+def test_a_budget_in_compute_gives_the_light_frozen_arm_more_trials(tmp_path, capsys):
+    """
+    `--budget 2 --budget-unit compute`, fe (light heads on the cached pooled layers) against
+    ft, one epoch each: each mode's trials spend what 2 ft trials spend in encoder forward
+    passes (3 a fwd+bwd pass), the head's work added. ft's 2 trials spend exactly that; a fe
+    trial is charged one forward pass over the data (its cache's fill) plus its head, about a
+    third of an ft trial, so fe runs more trials, each mode stopping at the first trial that
+    reaches the budget. budget.json, the terminal and the report say so.
+    """
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+    spaces = {
+        "fe": ("TUNE_FE_HEAD=linear,mlp", "TUNE_LR=1e-3:1e-2:log"),
+        "ft": ("TUNE_LR=1e-5:2e-4:log",),
+    }
+    result = run_compare(
+        str(task), str(BERT), ["fe", "ft"], [1], results, budget=2, spaces=spaces,
+        budget_unit="compute", ext_vars={"TUNE_EPOCHS": "1"}, runner=in_process_training,
+        predict=predict_in_process, progress=False, plan=False,
+    )  # fmt: skip
+    assert len(result.trained) == 2 and not result.failed
+    err = capsys.readouterr().err
+    saved = json.loads((results / "budget.json").read_text())
+    assert saved["unit"] == "compute"
+    compute = saved["compute_budget"]
+    # 16 training sentences, ft's one epoch forward and backward, 2 trials.
+    assert compute["reference"] == "ft" and compute["instances"] == 16
+    assert compute["total"] == 2 * 3 * 16 and compute["cap"] == 20
+    by_mode = {mode["mode"]: mode for mode in saved["modes"]}
+    counts = {mode: sum(by_mode[mode]["trials"].values()) for mode in by_mode}
+    assert counts["ft"] == 2 and counts["fe"] > counts["ft"], counts
+    for mode, searched in by_mode.items():
+        trials = study_trials(results, f"reviews_bertuncased_{mode}")
+        assert len(trials) == counts[mode]
+        # The budget is reached, and not before the last trial.
+        costs = [trial_compute(trial) for trial in trials]
+        assert math.isclose(sum(costs), searched["compute"]), (mode, costs)
+        assert sum(costs) >= compute["total"] > sum(costs[:-1]), (mode, costs)
+    fe_costs = [trial_compute(trial) for trial in study_trials(results, "reviews_bertuncased_fe")]
+    # Each fe trial: its cache's fill (16 forward passes) and a head that runs once per
+    # sentence, against an ft trial's 48 and more.
+    assert all(16 < cost < 32 for cost in fe_costs), fe_costs
+    assert "fe: trials until they spend 96 encoder forward passes (--budget 2 in compute" in err
+    assert f"fe: best of {counts['fe']} trials" in err
+
+    markdown = render_markdown(report_from_dirs([results]))
+    assert "## Equal budgets: the search behind each mode's seeds (compute of 2 trials of ft " in (
+        markdown
+    )
+    assert f"so each got fe {counts['fe']}, ft 2 trials" in markdown
+    assert "equal compute budgets (each mode's trials spent what 2 trials of ft spend" in markdown
+
+
+def trial_compute(trial) -> float:
+    from allennlp_tune.reporting.costs import compute_equivalents
+    from allennlp_tune.rundir import load_run
+
+    run = load_run(Path(trial.user_attrs["run_dir"]))
+    wordpieces = json.loads((Path(trial.user_attrs["run_dir"]).parents[2] / "budget.json")
+                            .read_text())["compute_budget"]["wordpieces_per_instance"]  # fmt: skip
+    return compute_equivalents(run, wordpieces)
