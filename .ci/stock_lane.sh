@@ -100,10 +100,13 @@ else
   # tune-export's LoRA round trips skip themselves here, saying peft is missing (the [lora]
   # extra cannot be installed on torch 1.12). tests/test_readme_commands.py: the README's
   # commands are for `make install`'s venv; they run in the locked and modern lanes.
-  # tests/results/test_budget_workers.py: worker processes sharing --budget's searches (about
-  # 100 s), orchestration that drives the same trainer on any stack; the locked lane runs it.
+  # tests/results/test_budget_workers.py, test_workers.py and test_grid_writers.py: worker
+  # processes sharing --budget's searches or a grid, and the grid's writers under kill -9
+  # (about 3 minutes here), orchestration that drives the same trainer on any stack; the locked
+  # lane runs them.
   SELECTION=(tests -m "not multi_node and not real_data" --ignore=tests/results/test_compare.py
     --ignore=tests/test_readme_commands.py --ignore=tests/results/test_budget_workers.py
+    --ignore=tests/results/test_workers.py --ignore=tests/results/test_grid_writers.py
     -k "not test_config_trains_evaluates_and_predicts or $configs")
 fi
 say "pytest ${SELECTION[*]}"
