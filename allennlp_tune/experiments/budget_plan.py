@@ -40,6 +40,33 @@ def most_epochs(
     return None
 
 
+def planned_choices(
+    mode: str,
+    family: str,
+    spaces: Optional[Dict[str, Tuple[str, ...]]],
+    config: Path,
+    variables: Dict[str, str],
+    overrides: Optional[str],
+) -> Dict[str, str]:
+    """
+    The values the plan renders a mode's searched choices at where the config's own value is
+    not among them (fe's `TUNE_FE_HEAD=linear,mlp` on a config whose network is the paper's):
+    each such choice's last value (the space's order; for the frozen networks the larger one),
+    so the plan prices a network the trials can train, not one outside the space. A choice
+    whose config value is among them keeps it (`{}`: nothing to set).
+    """
+    from allennlp_tune.experiments.budget import default_setting
+
+    chosen: Dict[str, str] = {}
+    for param in mode_space(mode, family, spaces):
+        if param.choices is None or param.name in variables:
+            continue
+        start, _ = default_setting(config, [param], variables, overrides)
+        if start is None:
+            chosen[param.name] = param.choices[-1]
+    return chosen
+
+
 def trials_to_run(config: Path, budget: int, results_dir: Path, shared: bool) -> int:
     """The trials of a mode's study still to run: `budget` less its finished trials (complete,
     pruned or failed), or `budget` for a study the workers share (its storage is the
@@ -95,6 +122,8 @@ def plan_budget(
         epochs = most_epochs(mode, family, spaces)
         if epochs is not None:
             variables[EPOCHS_VAR] = str(epochs)
+        chosen = planned_choices(mode, family, spaces, config, variables, overrides)
+        variables.update(chosen)
         cell = plan_cell(
             config, variables, overrides, Path(cache_directory) if cache_directory else None
         )
@@ -102,6 +131,11 @@ def plan_budget(
         cell.notes.append(
             f"{trials} search trial(s) and {len(pending)} seed run(s) to do, each at most "
             + (f"{epochs} epochs (its space's upper end)" if epochs else "the config's epochs")
+            + "".join(
+                f"; planned at {name}={value}, its space's last choice (the config's own "
+                "is not among them; trials may draw the others)"
+                for name, value in chosen.items()
+            )
         )
         plans.append(cell)
         early = [seed for seed in pending if seed in first_seeds]
@@ -122,4 +156,4 @@ def plan_budget(
     return plans
 
 
-__all__ = ["most_epochs", "plan_budget", "trials_to_run"]
+__all__ = ["most_epochs", "plan_budget", "planned_choices", "trials_to_run"]

@@ -91,3 +91,25 @@ def test_a_budget_search_over_the_frozen_networks_trains_light_trials(tmp_path):
     heads = {trial.params["TUNE_FE_HEAD"] for trial in trials}
     assert heads - {"paper"}, heads  # the draws reach a light head
     assert all(trial.state != optuna.trial.TrialState.FAIL for trial in trials)
+
+
+def test_the_plan_prices_a_network_the_space_can_draw(tmp_path, capsys):
+    """`--space fe=TUNE_FE_HEAD=linear,mlp ...` leaves the config's paper network (BCN over a
+    token-level cache) out: the plan of the decision prices fe at the space's last choice
+    (mlp on the pooled cache) and says so; a space that holds the paper network plans it."""
+    task = write_reviews(tmp_path / "task")
+
+    def plan(space, results):
+        run_compare(
+            str(task), str(BERT), ["fe"], [1], tmp_path / results, budget=2,
+            spaces={"fe": space}, plan_only=True, progress=False,
+        )  # fmt: skip
+        return capsys.readouterr().out
+
+    light = plan(("TUNE_FE_HEAD=linear,mlp", "TUNE_LR=1e-3:1e-2:log"), "light")
+    assert "planned at TUNE_FE_HEAD=mlp, its space's last choice" in light, light
+    # The pooled-feature cache's size line, and the light heads' 40 epochs.
+    assert "x 2 poolings x" in light and "(40 epochs) |" in light, light
+    paper = plan(("TUNE_FE_HEAD=paper,linear", "TUNE_LR=1e-3:1e-2:log"), "paper")
+    assert "planned at TUNE_FE_HEAD" not in paper and "poolings" not in paper, paper
+    assert "(10 epochs) |" in paper, paper
