@@ -132,6 +132,11 @@ class ModeSearch:
     # Under a compute budget (`budget_compute`): what its finished trials spent, in forward
     # passes of the encoder over one instance with the head's work added.
     compute: Optional[float] = None
+    # Each counted trial's dev score in trial order (a pruned one's best epoch before it was
+    # stopped; a failed one has none), for the expected best score of k trials in the report
+    # (`reporting.expected_max`).
+    trial_values: List[float] = field(default_factory=list)
+    higher_is_better: bool = True
 
 
 def base_mode(mode: str) -> str:
@@ -620,7 +625,11 @@ def mode_result(
         for key, value in best.params.items()
     }
     seconds, passes, full_passes = _trial_costs(study)
+    import optuna
+
     return ModeSearch(
+        trial_values=trial_values(study),
+        higher_is_better=study.direction == optuna.study.StudyDirection.MAXIMIZE,
         mode=mode,
         study=name,
         config=str(config),
@@ -637,6 +646,27 @@ def mode_result(
         full_passes=full_passes,
         notes=notes,
     )
+
+
+def trial_values(study: Any) -> List[float]:
+    """The study's counted trials' dev scores, in trial order: a complete trial's value, a
+    pruned one's best epoch (its intermediate values) before it was stopped, a lower bound of
+    what it would have reached; a failed trial, or one without a finite score, is left out."""
+    import optuna
+
+    higher = study.direction == optuna.study.StudyDirection.MAXIMIZE
+    values = []
+    for trial in sorted(counted_trials(study), key=lambda trial: trial.number):
+        if trial.state == optuna.trial.TrialState.COMPLETE and trial.value is not None:
+            value = float(trial.value)
+        elif trial.state == optuna.trial.TrialState.PRUNED and trial.intermediate_values:
+            epochs = list(trial.intermediate_values.values())
+            value = float(max(epochs) if higher else min(epochs))
+        else:
+            continue
+        if math.isfinite(value):
+            values.append(value)
+    return values
 
 
 def budget_record(

@@ -212,6 +212,17 @@ def budget_lines(budgets: Sequence[Mapping[str, Any]]) -> List[str]:
             if isinstance(mode, dict):
                 for note in mode.get("notes") or []:
                     lines.append(f"{label} {mode.get('mode')}: {note}")
+    if any(
+        isinstance(mode, dict) and mode.get("trial_values")
+        for saved in budgets
+        for mode in saved.get("modes") or []
+    ):
+        lines.append(
+            "Expected best dev score of k trials: what a random search of k trials over the "
+            "same settings would reach, from each mode's finished trials (Dodge et al., 2019); a "
+            "mode whose last trial still added a point or more could gain from a larger "
+            "--budget, one that had levelled off is unlikely to."
+        )
     return lines
 
 

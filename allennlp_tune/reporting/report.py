@@ -118,6 +118,7 @@ from allennlp_tune.reporting.budgets import (
 )
 from allennlp_tune.reporting.cells import KnownOverlap, Row, Summary
 from allennlp_tune.reporting.costs import has_costs
+from allennlp_tune.reporting.expected_max import expected_max_table
 from allennlp_tune.reporting.intervals import (
     compute_paired,
     equivalent_verdict,
@@ -229,6 +230,9 @@ class Report:
         searched = budget_table(self.budgets)
         if searched is not None:
             tables.append(searched)
+            expected = expected_max_table(self.budgets)
+            if expected is not None:
+                tables.append(expected)
             spent = decision_table(self.spent)
             if spent is not None:
                 tables.append(spent)

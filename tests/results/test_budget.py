@@ -589,6 +589,17 @@ def test_a_budget_in_compute_gives_the_light_frozen_arm_more_trials(tmp_path, ca
     )
     assert f"so each got fe {counts['fe']}, ft 2 trials" in markdown
     assert "equal compute budgets (each mode's trials spent what 2 trials of ft spend" in markdown
+    # Each trial's score is kept, and the report's expected best of k trials starts at their
+    # mean (k = 1) and shows k up to fe's trials.
+    for mode, searched in by_mode.items():
+        assert len(searched["trial_values"]) == counts[mode] and searched["higher_is_better"]
+    expected = markdown.split("## Expected best dev score of k trials", 1)[1].split("\n## ")[0]
+    [fe_row] = [
+        line for line in expected.splitlines() if line.startswith("| bertuncased reviews fe")
+    ]
+    mean = 100 * sum(by_mode["fe"]["trial_values"]) / counts["fe"]
+    assert fe_row.split(" | ")[1:3] == [str(counts["fe"]), f"{mean:.1f}"], fe_row
+    assert f"| k={counts['fe']} |" in expected
 
 
 def trial_compute(trial) -> float:
