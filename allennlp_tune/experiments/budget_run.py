@@ -20,6 +20,7 @@ from allennlp_tune.experiments.budget import (
 from allennlp_tune.experiments.budget_compute import COMPUTE, check_budget_unit, compute_budget
 from allennlp_tune.experiments.budget_plan import most_epochs
 from allennlp_tune.experiments.lock import ResultsDirLock
+from allennlp_tune.experiments.provisional import print_provisional
 from allennlp_tune.experiments.search import _storage_url
 from allennlp_tune.rundir import SEED_EXT_VAR, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
@@ -43,7 +44,8 @@ def run_budget(
     """
     Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
     holding the results folder's lock, and writes `RESULTS_DIR/budget.json`. Returns each
-    mode's search; its `setting` is what the mode's seeds train with.
+    mode's search; its `setting` is what the mode's seeds train with. Then prints the answer so
+    far from each mode's best trial (`provisional`).
 
     With a `coordinator` (`workers.Coordinator`) this process is one of many workers that share
     the trials (`budget_workers`): it returns once every mode's search is finished.
@@ -74,6 +76,7 @@ def run_budget(
             tool,
         )
         _print_bests(searches, budget, tool)
+        print_provisional(searches, results_dir, tool)
         return searches
     budget_workers.refuse_if_search_is_shared(search_dir)
     record_path = results_dir / BUDGET_NAME
@@ -108,4 +111,5 @@ def run_budget(
                 budget_record(task, encoder, budget, list(searches.values()), compute),
             )
     _print_bests(searches, budget, tool)
+    print_provisional(searches, results_dir, tool)
     return searches
