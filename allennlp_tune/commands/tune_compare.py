@@ -144,6 +144,16 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
         "report says which unit and how many trials each mode got. Not with --coordinator",
     )
     subparser.add_argument(
+        "--pruner",
+        choices=("median", "halving"),
+        default="median",
+        help="with --budget: what stops a search trial early. median (the default): behind the "
+        "median of the finished trials at the same epoch, from epoch 2. halving: successive "
+        "halving over epochs (multi-fidelity): at epochs 2, 4 and 10 a trial goes on only in "
+        "the best third of the trials that got there, so most stop after two epochs; with "
+        "--budget-unit compute what they did not train buys more trials",
+    )
+    subparser.add_argument(
         "--space",
         action="append",
         default=[],
@@ -226,6 +236,7 @@ def compare_main(args: argparse.Namespace) -> None:
             budget=args.budget,
             spaces=spaces,
             budget_unit=args.budget_unit,
+            budget_pruner=args.pruner,
             **grid_options(args, ext_vars),
         ),
         args,

@@ -15,7 +15,8 @@ Per mode (`budget_run.run_budget`):
 3. the study `<task>_<label>_<mode>` in `RESULTS_DIR/search/optuna.db`, trials under
    `RESULTS_DIR/search/<study>/trial_<n>` (tune-search's `run_search`: TPE, the k-th trial it
    draws, from 0, with sampler seed 1+k (`trial_seeded_sampler`); the median pruner on the
-   per-epoch dev metric, judging from the first finished trial on (`budget_pruner`); trial
+   per-epoch dev metric, judging from the first finished trial on, or successive halving over
+   epochs with `--pruner halving` (`budget_pruner`; a study keeps the one it began with); trial
    seed `SEARCH_SEED`, which is no reported seed). Resumable: the
    study's finished trials (complete, pruned or failed) count against K and only the rest
    run, so every mode ends with exactly K finished trials. A trial that Ctrl-C or SIGTERM
@@ -101,6 +102,21 @@ PRUNER_SAID = (
     f"median (per-epoch dev metric, after {PRUNER_STARTUP_TRIALS} finished trial(s), "
     f"from epoch {PRUNER_WARMUP_EPOCHS + 1})"
 )
+# `--pruner halving`: successive halving over epochs (Optuna's asynchronous
+# `SuccessiveHalvingPruner`, Li et al. 2020), a multi-fidelity search: rungs after epochs 2, 4 and
+# 10 (its step is the 0-based epoch: `HALVING_MIN_EPOCHS` x `HALVING_FACTOR` ** rung, from
+# step 1), where a trial goes on only when it is in the best 1/`HALVING_FACTOR` of the trials
+# that reached that rung (the first to reach a rung always goes on). Most trials then stop after
+# two epochs; with `--budget-unit compute` what they did not train buys more trials.
+HALVING_MIN_EPOCHS = 1
+HALVING_FACTOR = 3
+PRUNERS = {
+    "median": PRUNER_SAID,
+    "halving": (
+        f"successive halving (per-epoch dev metric; a trial goes on at epochs 2, 4 and 10 "
+        f"only in the best 1/{HALVING_FACTOR} of the trials there)"
+    ),
+}
 
 
 @dataclass
@@ -315,10 +331,19 @@ def default_setting(
     return setting, notes
 
 
-def budget_pruner() -> Any:
-    """The median pruner every budget search uses (`PRUNER_SAID` says it in budget.json)."""
+def budget_pruner(kind: str = "median") -> Any:
+    """The pruner of a budget search (`PRUNERS` says it in budget.json): the median pruner by
+    default, successive halving with `--pruner halving`."""
     import optuna
 
+    if kind not in PRUNERS:
+        raise ConfigurationError(f"--pruner {kind!r}: expected one of {', '.join(PRUNERS)}.")
+    if kind == "halving":
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=HALVING_MIN_EPOCHS,
+            reduction_factor=HALVING_FACTOR,
+            min_early_stopping_rate=0,
+        )
     return optuna.pruners.MedianPruner(
         n_startup_trials=PRUNER_STARTUP_TRIALS, n_warmup_steps=PRUNER_WARMUP_EPOCHS
     )
@@ -487,6 +512,7 @@ def _search_mode(
     keep_checkpoints: bool,
     tool: str,
     compute: Optional["ComputeBudget"] = None,  # noqa: F821  (budget_compute's)
+    pruner: str = "median",
 ) -> ModeSearch:
     """
     One mode's search, resumed where its study stands: `budget` trials, or with `compute`
@@ -509,6 +535,13 @@ def _search_mode(
                 f"--budget: study {name} in {search_dir} searched {' '.join(recorded)}, not "
                 f"{' '.join(space)}; its trials would not count toward this search. Use another "
                 "--results-dir, or the space it was searched over."
+            )
+        pruned_by = study.user_attrs.get("budget_pruner", "median")
+        if pruned_by != pruner:
+            raise ConfigurationError(
+                f"--pruner {pruner}: study {name} in {search_dir} was searched with --pruner "
+                f"{pruned_by}; its trials were stopped by another rule. Use another "
+                f"--results-dir, or --pruner {pruned_by}."
             )
     if study is not None and _reclaim_dead_trials(study, storage, keep_checkpoints):
         study = _load_study(storage, name)
@@ -583,13 +616,14 @@ def _search_mode(
                     overrides=overrides,
                     keep_checkpoints=keep_checkpoints,
                     sampler=trial_seeded_sampler(SAMPLER_SEED),
-                    pruner=budget_pruner(),
+                    pruner=budget_pruner(pruner),
                     enqueue=([start] if start else []) + again,
                     stop=stop,
                 )
         study = _load_study(storage, name)
     if study.user_attrs.get("budget_space") is None:
         study.set_user_attr("budget_space", space)
+        study.set_user_attr("budget_pruner", pruner)
         study.set_user_attr("budget_start", start)
         study.set_user_attr("budget_notes", notes)
     result = mode_result(
@@ -675,6 +709,7 @@ def budget_record(
     budget: int,
     searches: Sequence[ModeSearch],
     compute: Optional["ComputeBudget"] = None,  # noqa: F821  (budget_compute's)
+    pruner: str = "median",
 ) -> Dict[str, Any]:
     """What `budget.json` holds (tune-report's table of the searches reads it): `unit` is
     `trials`, or `compute` with the `compute_budget` each mode's search had."""
@@ -696,7 +731,7 @@ def budget_record(
         "budget": budget,
         "search_dir": BUDGET_SEARCH_DIR,
         "search_seed": SEARCH_SEED,
-        "pruner": PRUNER_SAID,
+        "pruner": PRUNERS[pruner],
         "unit": "trials" if compute is None else "compute",
         "compute_budget": compute.record() if compute is not None else None,
         "modes": modes,

@@ -40,6 +40,7 @@ def run_budget(
     tool: str = "tune-compare",
     coordinator: Optional[Any] = None,
     unit: str = "trials",
+    pruner: str = "median",
 ) -> Dict[str, ModeSearch]:
     """
     Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
@@ -52,7 +53,7 @@ def run_budget(
 
     `unit` "compute" (`budget_compute`): each mode's trials spend what `budget` trials of the
     costliest mode spend, in encoder forward passes with the head's work, instead of each mode
-    getting `budget` trials.
+    getting `budget` trials. `pruner`: `budget.PRUNERS`' rule that stops a trial early.
     """
     check_budget_options(budget, list(configs), family, ext_vars, spaces)
     check_budget_unit(unit, coordinator)
@@ -74,6 +75,7 @@ def run_budget(
             keep_checkpoints,
             coordinator,
             tool,
+            pruner=pruner,
         )
         _print_bests(searches, budget, tool)
         print_provisional(searches, results_dir, tool)
@@ -90,7 +92,7 @@ def run_budget(
     with ResultsDirLock(results_dir):
         storage = _storage_url(None, search_dir)
         # Written first, so that the trials stay out of tune-report's runs from the start.
-        write_json(record_path, budget_record(task, encoder, budget, [], compute))
+        write_json(record_path, budget_record(task, encoder, budget, [], compute, pruner))
         for mode, config in configs.items():
             searches[mode] = _search_mode(
                 mode,
@@ -105,10 +107,11 @@ def run_budget(
                 keep_checkpoints,
                 tool,
                 compute,
+                pruner,
             )
             write_json(
                 record_path,
-                budget_record(task, encoder, budget, list(searches.values()), compute),
+                budget_record(task, encoder, budget, list(searches.values()), compute, pruner),
             )
     _print_bests(searches, budget, tool)
     print_provisional(searches, results_dir, tool)

@@ -158,6 +158,7 @@ def run_shared_budget(
     coordinator: Coordinator,
     tool: str = "tune-compare",
     poll_s: Optional[float] = None,
+    pruner: str = "median",
 ) -> Dict[str, ModeSearch]:
     """
     This process's part of the shared searches (module docstring): returns every mode's search
@@ -190,10 +191,13 @@ def run_shared_budget(
         with _SetupLock(search_dir):
             if not (results_dir / BUDGET_NAME).exists():
                 # Written first, so that the trials stay out of tune-report's runs from the start.
-                write_json(results_dir / BUDGET_NAME, budget_record(task, encoder, budget, []))
+                write_json(
+                    results_dir / BUDGET_NAME,
+                    budget_record(task, encoder, budget, [], pruner=pruner),
+                )
             for mode in modes:
                 _set_up(mode, prefix, storage, budget, search_dir, fixed, overrides, name,
-                        keep_checkpoints, tool)  # fmt: skip
+                        keep_checkpoints, tool, pruner)  # fmt: skip
         with _worker_feature_cache(search_dir, name, fixed, keep_checkpoints):
             with SigtermAsInterrupt():
                 _train_slots(modes, storage, retry, coordinator, search_dir, tool, poll_s)
@@ -212,7 +216,7 @@ def run_shared_budget(
                 mode.notes, finished, mode.done_before, search_dir,
             )  # fmt: skip
         with _SetupLock(search_dir):  # one writer of budget.json at a time
-            record = budget_record(task, encoder, budget, list(searches.values()))
+            record = budget_record(task, encoder, budget, list(searches.values()), pruner=pruner)
             write_json(results_dir / BUDGET_NAME, record)
     return searches
 
@@ -228,6 +232,7 @@ def _set_up(
     worker: str,
     keep_checkpoints: bool,
     tool: str,
+    pruner: str = "median",
 ) -> None:
     """Opens the mode's study (checked as in one process), tops its slots up to `budget`."""
     metric, higher_is_better = check_config(mode.config, mode.params, fixed, overrides)
@@ -240,10 +245,18 @@ def _set_up(
         metric,
         higher_is_better,
         True,
-        budget_pruner(),
+        budget_pruner(pruner),
         sampler,
         None,
     )
+    pruned_by = study.user_attrs.get("budget_pruner", "median")
+    if pruned_by != pruner:
+        raise ConfigurationError(
+            f"--pruner {pruner}: study {study_name} on the coordinator was searched with "
+            f"--pruner {pruned_by}; give every worker the same --pruner, or another --results-dir."
+        )
+    if pruner != "median":
+        study.set_user_attr("budget_pruner", pruner)
     counted = counted_trials(study)
     if len(counted) > budget:
         raise ConfigurationError(

@@ -511,6 +511,7 @@ def run_compare(
     budget: Optional[int] = None,
     spaces: Optional[Dict[str, Tuple[str, ...]]] = None,
     budget_unit: str = "trials",
+    budget_pruner: str = "median",
     **grid_options: Any,
 ) -> GridResult:
     """
@@ -529,7 +530,8 @@ def run_compare(
     with its best setting (`allennlp_tune.experiments.budget`). With a `coordinator` as well
     (in `grid_options`), workers share the trials (`budget_workers`) and then the seeds of all
     modes, as one grid whose configs each carry their mode's best setting. `budget_unit`
-    "compute" counts K in compute instead of trials (`budget_compute`).
+    "compute" counts K in compute instead of trials (`budget_compute`); `budget_pruner` is the
+    rule that stops a trial early (`budget.PRUNERS`: median, or successive halving).
     """
     ext_vars = dict(ext_vars or {})
     if cuda_device is not None:
@@ -553,6 +555,8 @@ def run_compare(
         raise ConfigurationError("--space sets the search space of --budget; give --budget K.")
     elif budget_unit != "trials":
         raise ConfigurationError("--budget-unit says what --budget K counts; give --budget K.")
+    elif budget_pruner != "median":
+        raise ConfigurationError("--pruner stops --budget's search trials; give --budget K.")
     ext_vars.update(chosen.ext_vars)
     ext_vars.update(checkpoint_pooling(chosen, ext_vars))
     task = load_task(task_spec, ext_vars)
@@ -606,6 +610,7 @@ def run_compare(
             keep_checkpoints=grid_options.get("keep_checkpoints", False),
             coordinator=grid_options.get("coordinator"),
             unit=budget_unit,
+            pruner=budget_pruner,
         )
         mode_ext_vars = {mode: {**ext_vars, **searches[mode].setting} for mode in unique_modes}
     if sequential is not None and not grid_options.get("plan_only"):

@@ -109,6 +109,35 @@ def test_a_budget_search_prunes_from_the_first_finished_trial():
     assert behind_at(waits, [0.50, 0.66, 0.70]) == [False, False, False]
 
 
+def test_successive_halving_keeps_only_the_best_third_at_each_rung():
+    """
+    `--pruner halving`: at epochs 2, 4 and 10 (steps 1, 3, 9) a trial goes on only in the best
+    third of the trials that reached that rung; the first to reach a rung goes on, and a trial
+    is never judged between rungs (a dip at epoch 3 stops nothing).
+    """
+    study = optuna.create_study(direction="maximize", pruner=budget_pruner("halving"))
+
+    def run(curve):
+        trial = study.ask()
+        for epoch, value in enumerate(curve):
+            trial.report(value, step=epoch)
+            if trial.should_prune():
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                return epoch + 1  # the epochs it trained
+        study.tell(trial, curve[-1])
+        return len(curve)
+
+    assert run([0.60, 0.70, 0.72, 0.75, 0.76]) == 5  # first at every rung
+    assert run([0.62, 0.69, 0.80, 0.81, 0.82]) == 2  # behind the first at epoch 2
+    assert run([0.65, 0.71, 0.50, 0.74, 0.90]) == 4  # best at epoch 2; behind at epoch 4
+    assert run([0.64, 0.73, 0.40, 0.78, 0.79]) == 5  # best at epochs 2 and 4, dip unjudged
+    # Three trials had reached epoch 2: only the best of them (and better) goes on from there.
+    assert run([0.60, 0.72, 0.80, 0.90, 0.91]) == 2
+    assert run([0.60, 0.74, 0.80, 0.90, 0.91]) == 5
+    with pytest.raises(ConfigurationError, match="--pruner 'hyper': expected one of median"):
+        budget_pruner("hyper")
+
+
 def test_budget_options_are_checked_before_anything_trains(tmp_path, monkeypatch, capsys):
     task = write_reviews(tmp_path / "task")
     argv = ["tune-compare", str(task), "--encoder", str(BERT), "--results-dir", str(tmp_path)]
@@ -118,6 +147,7 @@ def test_budget_options_are_checked_before_anything_trains(tmp_path, monkeypatch
         (["--space", "ft=TUNE_LR=1e-5:1e-4:log"], "--space sets the search space of --budget"),
         (["--budget", "2", "--space", "ft=TUNE_LR=1e-4"], "--space ft: --param 'TUNE_LR=1e-4'"),
         (["--budget-unit", "compute"], "--budget-unit says what --budget K counts"),
+        (["--pruner", "halving"], "--pruner stops --budget's search trials; give --budget K."),
         (["--budget-unit", "flops"], "invalid choice: 'flops' (choose from 'trials', 'compute')"),
         (
             ["--budget", "2", "--budget-unit", "compute", "--coordinator", str(tmp_path / "c.db")],
@@ -617,3 +647,22 @@ def trial_compute(trial) -> float:
     wordpieces = json.loads((Path(trial.user_attrs["run_dir"]).parents[2] / "budget.json")
                             .read_text())["compute_budget"]["wordpieces_per_instance"]  # fmt: skip
     return compute_equivalents(run, wordpieces)
+
+
+def test_a_search_keeps_the_pruner_it_was_started_with(tmp_path, capsys):
+    """`--pruner halving` is recorded in budget.json and in the study; the same folder searched
+    again with the median pruner is refused, naming both, as a changed space is."""
+    [config] = written_configs(tmp_path, ["ft"])
+    ext_vars = {"TUNE_BERT_MODEL": str(BERT)}
+
+    def search(pruner):
+        return run_budget(
+            {"ft": config}, 2, tmp_path, "reviews", "bertuncased", "bert", ext_vars,
+            spaces={"ft": tuple(SHORT.split())}, pruner=pruner,
+        )  # fmt: skip
+
+    search("halving")
+    saved = json.loads((tmp_path / "budget.json").read_text())
+    assert saved["pruner"].startswith("successive halving (per-epoch dev metric; a trial goes on")
+    with pytest.raises(ConfigurationError, match="was searched with --pruner halving"):
+        search("median")
