@@ -153,6 +153,10 @@ class ModeSearch:
     # (`reporting.expected_max`).
     trial_values: List[float] = field(default_factory=list)
     higher_is_better: bool = True
+    # The passes of its config's own recipe (the start trial) trained to its end: what the naive
+    # experiment (one run per mode at its recipe) costs of this mode; `None` where the start
+    # was not tried (outside the space) or recorded no passes.
+    start_passes: Optional[Tuple[float, float]] = None
 
 
 def base_mode(mode: str) -> str:
@@ -662,6 +666,7 @@ def mode_result(
     import optuna
 
     return ModeSearch(
+        start_passes=_start_passes(study, start),
         trial_values=trial_values(study),
         higher_is_better=study.direction == optuna.study.StudyDirection.MAXIMIZE,
         mode=mode,
@@ -680,6 +685,20 @@ def mode_result(
         full_passes=full_passes,
         notes=notes,
     )
+
+
+def _start_passes(study: Any, start: Optional[Dict[str, Any]]) -> Optional[Tuple[float, float]]:
+    """`ModeSearch.start_passes`: the first counted trial with the start's params."""
+    from allennlp_tune.reporting.costs import passes_to_the_end
+
+    if not start:
+        return None
+    for trial in sorted(counted_trials(study), key=lambda trial: trial.number):
+        run_dir = trial.user_attrs.get("run_dir")
+        if trial.params != start or not run_dir or not (Path(run_dir) / RUN_INFO_NAME).is_file():
+            continue
+        return passes_to_the_end(load_run(Path(run_dir)))
+    return None
 
 
 def trial_values(study: Any) -> List[float]:
@@ -721,7 +740,7 @@ def budget_record(
     for search in searches:
         record = asdict(search)
         record["best_value"] = finite(search.best_value)
-        for key in ("passes", "full_passes"):
+        for key in ("passes", "full_passes", "start_passes"):
             value = getattr(search, key)
             record[key] = list(value) if value is not None else None
         modes.append(record)

@@ -226,7 +226,9 @@ def budget_lines(budgets: Sequence[Mapping[str, Any]]) -> List[str]:
     return lines
 
 
-DECISION_TITLE = "What the decision spent, against the full protocol (encoder passes)"
+DECISION_TITLE = (
+    "What the decision spent, against the full protocol and the naive experiment (encoder passes)"
+)
 DECISION_HEADER = [
     "Cell",
     "Search trials: spent / to the end",
@@ -234,6 +236,8 @@ DECISION_HEADER = [
     "Spent",
     "Full protocol",
     "Share",
+    "Naive experiment",
+    "Spent / naive",
 ]
 
 
@@ -251,6 +255,11 @@ class DecisionCost:
     seeds_full: float
     # Seed runs in the folder outside the last decision's seed order (an earlier decision's).
     seeds_other: int = 0
+    # The naive experiment's part of this mode: one run at its config's recipe to its end (the
+    # search's start trial), or, where that was not tried, one seed of the chosen setting
+    # (`naive_estimated`).
+    naive: float = 0.0
+    naive_estimated: bool = False
 
     @property
     def spent(self) -> float:
@@ -323,6 +332,7 @@ def decision_costs(
                 continue
             per_seed = sum(map(forward_equivalents, scored)) / len(scored)
             seed_cap = max(cap or 0, len(seeds))
+            naive = _passes_of(mode.get("start_passes"))
             found.append(
                 DecisionCost(
                     label=label,
@@ -334,6 +344,8 @@ def decision_costs(
                     seeds_spent=sum(map(forward_equivalents, seeds)),
                     seeds_full=per_seed * seed_cap,
                     seeds_other=len(cell.runs) - len(runs),
+                    naive=naive if naive is not None else per_seed,
+                    naive_estimated=naive is None,
                 )
             )
     return found
@@ -355,7 +367,13 @@ def _total(costs: Sequence[DecisionCost]) -> DecisionCost:
         seeds_spent=sum(c.seeds_spent for c in costs),
         seeds_full=sum(c.seeds_full for c in costs),
         seeds_other=sum(c.seeds_other for c in costs),
+        naive=sum(c.naive for c in costs),
+        naive_estimated=any(c.naive_estimated for c in costs),
     )
+
+
+def _times(part: float, whole: float) -> str:
+    return f"{part / whole:.1f}x" if whole > 0 else NOT_AVAILABLE
 
 
 def _decision_row(name: str, cost: DecisionCost) -> List[Any]:
@@ -370,6 +388,8 @@ def _decision_row(name: str, cost: DecisionCost) -> List[Any]:
         (format_params(cost.spent), None),
         (format_params(cost.full), None),
         (_share(cost.spent, cost.full), None),
+        (format_params(cost.naive) + (" (est.)" if cost.naive_estimated else ""), None),
+        (_times(cost.spent, cost.naive), None),
     ]
 
 
@@ -386,16 +406,26 @@ def decision_table(costs: Sequence[DecisionCost]) -> Optional[Table]:
 
 
 def decision_sentence(costs: Sequence[DecisionCost], label: str) -> Optional[str]:
-    """The answer's line on a task's cost: its share of the full protocol's passes."""
+    """The answer's line on a task's cost: its share of the full protocol's passes, and its
+    multiple of the naive experiment's."""
     mine = [cost for cost in costs if cost.label == label]
     if not mine:
         return None
     total = _total(mine)
+    naive = (
+        f"{_times(total.spent, total.naive)} the naive experiment's {format_params(total.naive)} "
+        "(one run per mode at its config's recipe"
+        + (
+            ", estimated from a seed where the search did not try it)"
+            if total.naive_estimated
+            else ")"
+        )
+    )
     return (
         f"The decision on {label} cost {format_params(total.spent)} encoder passes (as forward "
         f"passes; a fwd+bwd pass counts 3), {_share(total.spent, total.full)} of the full "
         f"protocol's {format_params(total.full)} (every search trial to the end and every seed "
-        f"to the cap): {format_params(total.trials_spent)} in the search, "
+        f"to the cap) and {naive}: {format_params(total.trials_spent)} in the search, "
         f"{total.seeds_trained} of {total.seed_cap} seed runs"
         + (
             f" (not counted: {total.seeds_other} seed runs of an earlier decision in the folder, "

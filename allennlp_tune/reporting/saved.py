@@ -150,6 +150,7 @@ MODE_SHAPE: Shape = {
     "seconds": (_is_number, "a number"),
     "passes": (_optional(lambda v: _list_of(_is_number)(v) and len(v) == 2), "two numbers"),
     "full_passes": (_optional(lambda v: _list_of(_is_number)(v) and len(v) == 2), "two numbers"),
+    "start_passes": (_optional(lambda v: _list_of(_is_number)(v) and len(v) == 2), "two numbers"),
     "notes": (_list_of(_is_str), "a list of strings"),
     "compute": (_optional(_is_number), "a number or null"),
     "trial_values": (_list_of(_is_number), "a list of numbers"),

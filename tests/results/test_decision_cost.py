@@ -70,7 +70,7 @@ def _budget_folder(tmp_path, make_run, cap=None):
         {"mode": "fe", "trials": {"complete": 3}, "setting": settings["fe"],
          "passes": [0, 240], "full_passes": [0, 240]},
         {"mode": "ft", "trials": {"complete": 1, "pruned": 2}, "setting": settings["ft"],
-         "passes": [400, 0], "full_passes": [600, 0]},
+         "passes": [400, 0], "full_passes": [600, 0], "start_passes": [300, 0]},
     ]  # fmt: skip
     budget = {"task": "reviews", "encoder": "minilm", "budget": 3, "modes": modes}
     (root / "budget.json").write_text(json.dumps(budget))
@@ -92,6 +92,8 @@ def test_the_decision_against_the_full_protocol(tmp_path, make_run):
         "Spent",
         "Full protocol",
         "Share",
+        "Naive experiment",
+        "Spent / naive",
     ]
     ft, fe = rows["minilm reviews ft"], rows["minilm reviews fe"]
     total = rows["minilm reviews, all modes"]
@@ -101,11 +103,20 @@ def test_the_decision_against_the_full_protocol(tmp_path, make_run):
     assert (fe["Spent"], fe["Full protocol"], fe["Share"]) == ("1.3k", "2.0k", "65%")
     assert total["Seeds: trained / the cap"] == "6 of 10: 4.3k / 7.2k"
     assert (total["Spent"], total["Full protocol"], total["Share"]) == ("5.8k", "9.2k", "62%")
+    # The naive experiment, one run per mode at its recipe: ft's start trial to its end (300
+    # fwd+bwd, 900 forward passes); fe's recipe was not a trial here, so one of its seeds (360).
+    assert (ft["Naive experiment"], ft["Spent / naive"]) == ("900", "4.9x")
+    assert (fe["Naive experiment"], fe["Spent / naive"]) == ("360 (est.)", "3.7x")
+    assert (total["Naive experiment"], total["Spent / naive"]) == ("1.3k (est.)", "4.6x")
     answer = notes(markdown, "The answer")
     assert answer[0].startswith("minilm reviews (accuracy, points, 95% intervals): use ft")
     assert "equal budgets (3 trials per mode" in answer[0]
     assert answer[1].startswith("The decision on minilm reviews cost 5.8k encoder passes")
     assert "62% of the full protocol's 9.2k" in answer[1] and "6 of 10 seed runs" in answer[1]
+    assert (
+        "and 4.6x the naive experiment's 1.3k (one run per mode at its config's recipe, "
+        in (answer[1])
+    )
 
 
 def test_without_looks_the_seeds_trained_are_all_the_seeds(tmp_path, make_run):
