@@ -410,9 +410,22 @@ def _number(value: Any) -> bool:
 FILLED_RATIO = 1.5
 
 
-def _filled_cache(seconds: List[float]) -> bool:
-    """Whether a cached run whose epochs took `seconds` filled the cache in its first."""
-    return len(seconds) > 1 and seconds[0] > FILLED_RATIO * statistics.median(seconds[1:])
+def _filled_cache(seconds: List[float], lookups: Any = None) -> bool:
+    """Whether a cached run whose epochs took `seconds` filled the cache in its first: the
+    encoder computed at least half of that epoch's entries, where the run recorded its cache's
+    lookups (cost.json's `epoch_cache_lookups`); else its first epoch took `FILLED_RATIO` times
+    its later ones (a light head reading a filled pooled cache also takes several times its
+    later epochs, which then hold the features in memory: the lookups tell them apart)."""
+    if len(seconds) < 2:
+        return False
+    first = lookups[0] if isinstance(lookups, list) and lookups else None
+    if isinstance(first, list) and len(first) == 2 and all(map(_number_or_zero, first)):
+        return sum(first) > 0 and first[0] >= 0.5 * sum(first)
+    return seconds[0] > FILLED_RATIO * statistics.median(seconds[1:])
+
+
+def _number_or_zero(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
 
 
 def measured_cell(plan: CellPlan, rendered: Mapping[str, Any], host: Optional[str] = None) -> bool:
@@ -442,7 +455,7 @@ def measured_cell(plan: CellPlan, rendered: Mapping[str, Any], host: Optional[st
         if not isinstance(config, dict) or timing_key(config) != key:
             continue
         used += 1
-        if cached and not _filled_cache(seconds):
+        if cached and not _filled_cache(seconds, cost.get("epoch_cache_lookups")):
             laters.extend(float(second) for second in seconds)  # read a cache filled before
             continue
         firsts.append(float(seconds[0]))

@@ -7,7 +7,7 @@ trained.
 
 import dataclasses
 import statistics
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp_tune.modes import block_groups
 from allennlp_tune.reporting.labels import (
@@ -121,7 +121,11 @@ def encoder_passes(run: Run) -> Optional[Tuple[float, float]]:
     (forward+backward, forward-only) encoder passes over training instances, from `cost.json`'s
     `epoch_instances` and `epoch_encoder_trained`: an epoch whose encoder trains counts its
     instances forward and backward, a frozen epoch forward only, and with a feature cache only
-    the first frozen epoch (the later ones read the cache and run no encoder). A block mode's
+    the first frozen epoch (the later ones read the cache and run no encoder); where the run
+    recorded its cache's lookups (`epoch_cache_lookups`), each frozen epoch counts the share of
+    its entries the encoder computed, so a run that read a cache an earlier run filled runs no
+    encoder at all, and one whose cache kept only part of its entries pays the rest every
+    epoch. A block mode's
     trained epochs count the shares of `block_pass_shares` (top2 of 6 layers: a third of a
     fwd+bwd pass and two thirds of a forward one, the latter only in its first epoch with a
     cache); when its encoder's layers cannot be known (`encoder_layers`), whole passes, as
@@ -132,6 +136,7 @@ def encoder_passes(run: Run) -> Optional[Tuple[float, float]]:
     if not isinstance(instances, list) or not isinstance(trained, list) or not instances:
         return None
     cached = uses_feature_cache(run)
+    computed = computed_shares(cost, len(instances)) if cached else None
     mode = run.name.mode if run.name is not None else ""
     layers = encoder_layers(run) if block_groups(mode) is not None else None
     both = forward = 0.0
@@ -146,10 +151,27 @@ def encoder_passes(run: Run) -> Optional[Tuple[float, float]]:
             forward += int(count) * shares[1]
             trained_epochs += 1
             continue
-        if not cached or frozen_epochs == 0:
+        if computed is not None:
+            forward += int(count) * computed[frozen_epochs + trained_epochs]
+        elif not cached or frozen_epochs == 0:
             forward += int(count)
         frozen_epochs += 1
     return both, forward
+
+
+def computed_shares(cost: Dict[str, Any], epochs: int) -> Optional[List[float]]:
+    """Per epoch, the share of its feature-cache lookups the encoder computed (cost.json's
+    `epoch_cache_lookups`: computed, read); `None` where it was not recorded for every epoch."""
+    lookups = cost.get("epoch_cache_lookups")
+    if not isinstance(lookups, list) or len(lookups) < epochs:
+        return None
+    shares = []
+    for pair in lookups[:epochs]:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(map(_is_number, pair))):
+            return None
+        total = pair[0] + pair[1]
+        shares.append(pair[0] / total if total > 0 else 0.0)
+    return shares
 
 
 def passes_to_the_end(run: Run) -> Optional[Tuple[float, float]]:
@@ -175,6 +197,9 @@ def passes_to_the_end(run: Run) -> Optional[Tuple[float, float]]:
         "epoch_instances": list(instances) + [instances[-1]] * missing,
         "epoch_encoder_trained": list(trained) + [trained[-1]] * missing,
     }
+    lookups = cost.get("epoch_cache_lookups")
+    if isinstance(lookups, list) and lookups:
+        extended["epoch_cache_lookups"] = list(lookups) + [lookups[-1]] * missing
     return encoder_passes(dataclasses.replace(run, cost=extended))
 
 

@@ -575,10 +575,10 @@ def test_a_budget_in_compute_gives_the_light_frozen_arm_more_trials(tmp_path, ca
     """
     `--budget 2 --budget-unit compute`, fe (light heads on the cached pooled layers) against
     ft, one epoch each: each mode's trials spend what 2 ft trials spend in encoder forward
-    passes (3 a fwd+bwd pass), the head's work added. ft's 2 trials spend exactly that; a fe
-    trial is charged one forward pass over the data (its cache's fill) plus its head, about a
-    third of an ft trial, so fe runs more trials, each mode stopping at the first trial that
-    reaches the budget. budget.json, the terminal and the report say so.
+    passes (3 a fwd+bwd pass), the head's work added. ft's 2 trials spend exactly that; fe's
+    first trial fills the pooled cache (a forward pass over the distinct sentences) and the
+    later ones read it and pay only their head, so fe runs to its cap of 10 K trials, well
+    under the budget. budget.json, the terminal and the report say so.
     """
     task = write_reviews(tmp_path / "task")
     results = tmp_path / "out"
@@ -601,21 +601,24 @@ def test_a_budget_in_compute_gives_the_light_frozen_arm_more_trials(tmp_path, ca
     assert compute["total"] == 2 * 3 * 16 and compute["cap"] == 20
     by_mode = {mode["mode"]: mode for mode in saved["modes"]}
     counts = {mode: sum(by_mode[mode]["trials"].values()) for mode in by_mode}
-    assert counts["ft"] == 2 and counts["fe"] > counts["ft"], counts
+    assert counts["ft"] == 2 and counts["fe"] == compute["cap"], counts
     # ft's recipe (2e-5, the config's) was its first trial: one epoch fwd+bwd over 16 sentences
     # is its part of the naive experiment; fe's paper network lies outside its space.
     assert by_mode["ft"]["start_passes"] == [16, 0] and by_mode["fe"]["start_passes"] is None
     for mode, searched in by_mode.items():
         trials = study_trials(results, f"reviews_bertuncased_{mode}")
         assert len(trials) == counts[mode]
-        # The budget is reached, and not before the last trial.
+        # ft: the budget is reached, and not before its last trial; fe: the cap, under it.
         costs = [trial_compute(trial) for trial in trials]
         assert math.isclose(sum(costs), searched["compute"]), (mode, costs)
-        assert sum(costs) >= compute["total"] > sum(costs[:-1]), (mode, costs)
+        if mode == "ft":
+            assert sum(costs) >= compute["total"] > sum(costs[:-1]), costs
+        else:
+            assert sum(costs) < compute["total"], costs
     fe_costs = [trial_compute(trial) for trial in study_trials(results, "reviews_bertuncased_fe")]
-    # Each fe trial: its cache's fill (16 forward passes) and a head that runs once per
-    # sentence, against an ft trial's 48 and more.
-    assert all(16 < cost < 32 for cost in fe_costs), fe_costs
+    # fe's first trial computed the cache's entries (16 sentences, some of them the same text);
+    # the others read them, and their head costs a fraction of a pass over the data.
+    assert 8 < fe_costs[0] <= 16.5 and all(cost < 8 for cost in fe_costs[1:]), fe_costs
     assert "fe: trials until they spend 96 encoder forward passes (--budget 2 in compute" in err
     assert f"fe: best of {counts['fe']} trials" in err
     # The answer so far, from the two best trials, marked as not yet a verdict.

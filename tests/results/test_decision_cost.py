@@ -17,7 +17,7 @@ from tests.results.test_report_verdict import make, notes, report, table, wrong_
 CACHE = {"feature_cache": {"disk_mb": 100}}
 
 
-def _run(make_run, tmp_path, name, epochs, instances, trained, cached=False):
+def _run(make_run, tmp_path, name, epochs, instances, trained, cached=False, lookups=None):
     run_dir = make_run(tmp_path / name / "seed_1", 1, 0.5)
     embedder = {"type": "pretrained_transformer_mismatched", **(CACHE if cached else {})}
     config = {
@@ -26,6 +26,8 @@ def _run(make_run, tmp_path, name, epochs, instances, trained, cached=False):
     }
     (run_dir / "config.json").write_text(json.dumps(config))
     cost = {"epoch_instances": instances, "epoch_encoder_trained": trained}
+    if lookups is not None:
+        cost["epoch_cache_lookups"] = lookups
     (run_dir / "cost.json").write_text(json.dumps(cost))
     return load_run(run_dir)
 
@@ -51,6 +53,27 @@ def test_a_pruned_trial_to_the_end(tmp_path, make_run, epochs, trained, cached, 
     )
     assert encoder_passes(run) == spent
     assert passes_to_the_end(run) == to_the_end
+
+
+@pytest.mark.parametrize(
+    "lookups, spent, to_the_end",
+    [
+        # It filled the cache in its first epoch and read it after: as without the lookups.
+        ([[120, 0], [0, 120]], (0, 100), (0, 100)),
+        # It read a cache an earlier trial had filled: no encoder pass at all.
+        ([[0, 120], [0, 120]], (0, 0), (0, 0)),
+        # Its cache kept a quarter of the entries (a disk budget): the rest every epoch.
+        ([[120, 0], [90, 30]], (0, 175), (0, 475)),
+    ],
+)
+def test_a_cached_run_pays_the_entries_its_encoder_computed(
+    tmp_path, make_run, lookups, spent, to_the_end
+):
+    run = _run(
+        make_run, tmp_path, "reviews_minilm_fe", 6, [100, 100], [False, False], True, lookups
+    )
+    assert encoder_passes(run) == spent
+    assert passes_to_the_end(run) == pytest.approx(to_the_end)
 
 
 def _budget_folder(tmp_path, make_run, cap=None):

@@ -16,8 +16,10 @@ from allennlp_tune.experiments.configs import expand_configs, parse_ext_vars
 from allennlp_tune.experiments.grid import run_grid
 from allennlp_tune.experiments.process import train_subprocess
 from allennlp_tune.planning.plan import render_config
+from allennlp_tune.reporting.costs import encoder_passes
 from allennlp_tune.reporting.render import render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
+from allennlp_tune.rundir import load_run
 
 
 def run_cli(add_parser, argv):
@@ -242,6 +244,14 @@ def test_a_real_fe_grid_computes_the_features_once_for_all_seeds(tmp_path, monke
         assert status(run_dir) == "ok" and not (run_dir / "feature_cache").exists()
         log = (run_dir / "tune_train.log").read_text()
         assert f"frozen features are cached in {shared.resolve()}" in log
+        # cost.json: seed 1 computed its entries in its one epoch, seed 2 read them all, so
+        # seed 2 ran no encoder pass.
+        lookups = json.loads((run_dir / "cost.json").read_text())["epoch_cache_lookups"]
+        computed, read = lookups[0]
+        assert (computed > 0 and read == 0) if seed == 1 else (computed == 0 and read > 0), lookups
+        # (12 training pairs; a sentence that recurs is computed once.)
+        both, forward = encoder_passes(load_run(run_dir))
+        assert both == 0 and ((0 < forward <= 12) if seed == 1 else forward == 0), forward
 
     run_grid([config], [1, 2, 3], results, ext_vars=ext_vars, progress=False)
     assert not shared.exists()  # a finished grid without --keep-checkpoints removes it

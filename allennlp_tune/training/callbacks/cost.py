@@ -21,6 +21,7 @@ The `tune_cost` callback writes `cost.json` into the serialization directory aft
   "epoch_instances": [5000, 5000],      // training instances per epoch (this process's)
   "epoch_encoder_trained": [false, false],  // whether the encoder trained (beyond its scalar mix)
   "encoder_layers": 12,                 // the encoder's layers (its config's), null if unknown
+  "epoch_cache_lookups": [[5400, 0], [0, 5400]],  // feature-cache entries computed, read
   "host": "node-7",                     // the machine that trained (platform.node())
   "finished": true                      // false while training (or when it was stopped)
 }
@@ -32,6 +33,12 @@ forward only in one whose encoder is frozen (tune-report: `encoder_passes`; a bl
 epochs count the share of `encoder_layers` they run forward and backward). Instances are
 counted from each training batch's first tensor (its first dimension); under distributed
 training each process counts its own share and the primary writes its count.
+
+`epoch_cache_lookups` counts, per epoch (validation included), the feature-cache entries the
+encoder computed because the cache lacked them and those it read (`FeatureCache`'s misses and
+hits): a cached frozen epoch ran the encoder over the computed share of its instances only, so a
+run that read a cache an earlier run filled is not charged its fill (`reporting.costs`), and the
+planner knows which run filled it (`planning.calibrate`). Empty without a cache.
 
 `encoder_dense_params` and `head_runs_per` let the budget in compute (`tune-compare
 --budget-unit compute`) count the task network's work beside the encoder's: the head (every
@@ -60,7 +67,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from allennlp.modules.scalar_mix import ScalarMix
@@ -125,6 +132,23 @@ def encoder_layers(model: torch.nn.Module) -> Optional[int]:
     return None
 
 
+def cache_lookups(model: torch.nn.Module) -> Tuple[int, int]:
+    """(computed, read) entries of every feature cache of the model's embedders so far: their
+    `FeatureCache` misses and hits, each cache once."""
+    from allennlp_tune.modules.feature_cache.store import FeatureCache
+
+    caches = {
+        id(cache): cache
+        for module in model.modules()
+        for cache in (getattr(module, "_feature_cache", None),)
+        if isinstance(cache, FeatureCache)
+    }
+    return (
+        sum(cache.misses for cache in caches.values()),
+        sum(cache.hits for cache in caches.values()),
+    )
+
+
 def batch_instances(batch: Any) -> int:
     """The instances in a batch (a `TensorDict`, nested): its first tensor's first dimension;
     0 when it has no tensor."""
@@ -185,6 +209,8 @@ class CostCallback(TrainerCallback):
         self._epoch_seconds: List[float] = []
         self._epoch_instances: List[int] = []
         self._epoch_encoder_trained: List[bool] = []
+        self._epoch_cache_lookups: List[List[int]] = []
+        self._lookups_mark: Optional[Tuple[int, int]] = None
         self._mark: Optional[float] = None
 
     def _count_trainable(self, trainer) -> None:
@@ -212,6 +238,7 @@ class CostCallback(TrainerCallback):
             "epoch_instances": list(self._epoch_instances),
             "epoch_encoder_trained": list(self._epoch_encoder_trained),
             "encoder_layers": encoder_layers(model),
+            "epoch_cache_lookups": [list(pair) for pair in self._epoch_cache_lookups],
             "host": platform.node(),
             "finished": finished,
         }
@@ -228,6 +255,7 @@ class CostCallback(TrainerCallback):
         super().on_start(trainer, is_primary=is_primary, **kwargs)
         self._count_trainable(trainer)
         self._mark = time.monotonic()
+        self._lookups_mark = cache_lookups(trainer.model)
 
     def on_batch(
         self,
@@ -257,6 +285,11 @@ class CostCallback(TrainerCallback):
         if self._mark is not None:
             self._epoch_seconds.append(now - self._mark)
         self._mark = now
+        lookups = cache_lookups(trainer.model)
+        if self._lookups_mark is not None and any(lookups):
+            computed, read = (now_ - before for now_, before in zip(lookups, self._lookups_mark))
+            self._epoch_cache_lookups.append([computed, read])
+        self._lookups_mark = lookups
         self._count_trainable(trainer)
         if is_primary:
             self._write(trainer, finished=False)
@@ -272,6 +305,7 @@ class CostCallback(TrainerCallback):
             "epoch_seconds": list(self._epoch_seconds),
             "epoch_instances": list(self._epoch_instances),
             "epoch_encoder_trained": list(self._epoch_encoder_trained),
+            "epoch_cache_lookups": [list(pair) for pair in self._epoch_cache_lookups],
         }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
@@ -280,3 +314,4 @@ class CostCallback(TrainerCallback):
         self._epoch_seconds = list(state_dict.get("epoch_seconds", []))
         self._epoch_instances = list(state_dict.get("epoch_instances", []))
         self._epoch_encoder_trained = list(state_dict.get("epoch_encoder_trained", []))
+        self._epoch_cache_lookups = list(state_dict.get("epoch_cache_lookups", []))
