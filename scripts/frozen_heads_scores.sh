@@ -43,7 +43,7 @@ with open(out / "light_heads.csv", "w", newline="") as handle:
         for metrics in sorted((out / task).glob("*_fe/seed_*/metrics.json")):
             values = json.loads(metrics.read_text())
             key = mode["metric"]
-            value = values.get(key, values.get(key.replace("best_validation_", "validation_")))
+            value = values.get(f"best_validation_{key}")
             writer.writerow([task, metrics.parent.name, key, value, setting.get("TUNE_FE_HEAD"),
                              " ".join(f"{k}={v}" for k, v in sorted(setting.items())),
                              mode["best_value"]])
