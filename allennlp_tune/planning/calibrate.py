@@ -396,8 +396,34 @@ def calibrate_cell(
     plan.time_source = "calibrated"
     plan.notes.append(
         f"time calibrated on this machine ({timed}): {trained} x {passes} per batch{forward}"
+        + load_note()
     )
     return True
+
+
+# The 1-minute load average above this share of the CPUs, beyond the calibration itself (about
+# one busy process), means another job ran beside it: the batches timed slower than they will
+# run alone.
+LOADED_SHARE = 0.5
+
+
+def load_note(load: Optional[float] = None, cpus: Optional[int] = None) -> str:
+    """`; timed while the machine was loaded (...)`, or `""`: whether the calibration shared the
+    machine with other work, from the 1-minute load average against the CPUs (`os.getloadavg`;
+    `""` where the platform has none). The runs' own epochs later replace these times
+    (`measured_cell`), so a plan made under load corrects itself as runs finish."""
+    try:
+        load = os.getloadavg()[0] if load is None else load
+    except (AttributeError, OSError):
+        return ""
+    cpus = cpus or os.cpu_count() or 1
+    if load - 1.0 <= LOADED_SHARE * cpus:
+        return ""
+    return (
+        f"; timed while the machine was loaded (load average {load:.1f} on {cpus} CPUs: other "
+        "work shared it, so these times may be high; the runs' own epochs replace them as they "
+        "finish)"
+    )
 
 
 def _number(value: Any) -> bool:

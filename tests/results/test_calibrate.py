@@ -487,3 +487,16 @@ def test_the_seeds_after_a_search_plan_from_its_trials_epochs(tmp_path, capsys, 
     assert "| 8 s (measured) | 24 s (3 epochs) |" in err, err
     assert "time measured on this machine: 2 finished runs of this cell (5 epochs)" in err
     assert "timing a few training batches" not in err
+
+
+def test_a_calibration_under_load_says_so():
+    """The 1-minute load average beyond the timing's own process, against the CPUs: more than
+    half of them busy with other work is named in the note, less is not."""
+    from allennlp_tune.planning.calibrate import load_note
+
+    assert load_note(load=1.9, cpus=2) == ""
+    assert load_note(load=0.3, cpus=16) == ""
+    note = load_note(load=3.1, cpus=2)
+    assert note.startswith("; timed while the machine was loaded (load average 3.1 on 2 CPUs")
+    assert "the runs' own epochs replace them as they finish" in note
+    assert load_note(load=10.5, cpus=16).startswith("; timed while the machine was loaded")
