@@ -50,6 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.experiments.optuna_access import storage_trial_id
 from allennlp_tune.experiments.search import (
     INTERRUPTED_ATTR,
     SearchParam,
@@ -444,7 +445,7 @@ def _reclaim_dead_trials(study: Any, storage: str, keep_checkpoints: bool) -> in
         return 0
     rdb = optuna.storages.RDBStorage(storage)
     for trial in running:
-        trial_id = trial._trial_id  # `FrozenTrial` keeps its storage id private
+        trial_id = storage_trial_id(trial)
         rdb.set_trial_user_attr(trial_id, INTERRUPTED_ATTR, True)
         rdb.set_trial_state_values(trial_id, state=optuna.trial.TrialState.FAIL)
         run_dir = trial.user_attrs.get("run_dir")

@@ -61,6 +61,7 @@ from allennlp_tune.experiments.budget import (
     trial_seeded_sampler,
 )
 from allennlp_tune.experiments.lock import ResultsDirLock
+from allennlp_tune.experiments.optuna_access import storage_trial_id
 from allennlp_tune.experiments.process import SigtermAsInterrupt
 from allennlp_tune.experiments.search import (
     _open_checked_study,
@@ -356,7 +357,7 @@ def _train_slot(
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 
-    trial_id = trial._trial_id  # `Trial` keeps its storage id private; the heartbeat needs it
+    trial_id = storage_trial_id(trial)  # the heartbeat needs it
     print(f"{tool}: {mode.mode}: training trial {trial.number}", file=sys.stderr)
     state, value = TrialState.COMPLETE, None
     with _Heartbeat(storage, trial_id, coordinator.heartbeat_s):

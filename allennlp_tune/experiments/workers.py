@@ -70,6 +70,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.lock import ResultsDirLock, RunLock
+from allennlp_tune.experiments.optuna_access import storage_trial_id
 from allennlp_tune.experiments.process import SigtermAsInterrupt
 from allennlp_tune.rundir import (
     RUN_INFO_NAME,
@@ -575,8 +576,7 @@ class Worker:
         run_dir = self.results_dir / key
         trial.set_user_attr("worker", self.name)
         started = time.monotonic()
-        # `Trial` keeps its storage id private; the heartbeat and the retry need it.
-        trial_id = trial._trial_id
+        trial_id = storage_trial_id(trial)  # the heartbeat and the retry need it
         with _Heartbeat(storage, trial_id, self.coordinator.heartbeat_s):
             with RunLock(run_dir, self.name) as run_lock:
                 try:
