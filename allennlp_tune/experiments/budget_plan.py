@@ -16,11 +16,18 @@ reaches; a last line gives the total if the first look decides, so a user sees b
 first trial the range the decision's cost can take.
 """
 
+import math
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from allennlp_tune.experiments.budget import SEARCH_SEED, _finished, _load_study, mode_space
+from allennlp_tune.experiments.budget import (
+    SEARCH_SEED,
+    _finished,
+    _load_study,
+    base_mode,
+    mode_space,
+)
 from allennlp_tune.experiments.grid import _shared_cache, pending_seeds
 from allennlp_tune.experiments.search import _storage_url
 from allennlp_tune.rundir import SEED_EXT_VAR, config_stem
@@ -67,6 +74,30 @@ def planned_choices(
     return chosen
 
 
+def mode_trials(
+    epochs: Dict[str, Optional[int]], budget: int, unit: str = "trials"
+) -> Dict[str, int]:
+    """
+    The trials each mode is planned at: `budget` each, or under `--budget-unit compute`
+    (`budget_compute`) a frozen mode's cap (after its first trial it reads the cache and costs
+    next to nothing) and a trained mode the trials its share buys at its most `epochs` (each a
+    fwd+bwd pass over the data per epoch: K x the costliest's epochs / its own, at least K).
+    """
+    from allennlp_tune.experiments.budget_compute import COMPUTE_TRIAL_CAP
+
+    if unit != "compute":
+        return {mode: budget for mode in epochs}
+    trained = {mode: max(1, e or 1) for mode, e in epochs.items() if base_mode(mode) != "fe"}
+    most = max(trained.values(), default=1)
+    cap = COMPUTE_TRIAL_CAP * budget
+    return {
+        mode: cap
+        if mode not in trained
+        else min(cap, max(budget, math.ceil(budget * most / trained[mode])))
+        for mode in epochs
+    }
+
+
 def trials_to_run(config: Path, budget: int, results_dir: Path, shared: bool) -> int:
     """The trials of a mode's study still to run: `budget` less its finished trials (complete,
     pruned or failed), or `budget` for a study the workers share (its storage is the
@@ -94,6 +125,7 @@ def plan_budget(
     shared: bool = False,
     tool: str = "tune-compare",
     first_look: Optional[int] = None,
+    unit: str = "trials",
 ) -> List["CellPlan"]:  # noqa: F821  (planning's, imported lazily)
     """
     Prints the plan of the module docstring (`planning.render.show_plans`: stdout with
@@ -102,7 +134,8 @@ def plan_budget(
     through a coordinator. A cell whose cache would not fit raises a `ConfigurationError` after
     the table, as in the grid's plan (its trials would train without the cache); with
     `plan_only`, so does a cell that cannot train. `first_look`: with `--sequential`, the seeds
-    per mode at its first look (`planning.render.first_look_line`).
+    per mode at its first look (`planning.render.first_look_line`). `unit` "compute": each
+    mode is planned at the trials its compute budget buys (`mode_trials`).
     """
     from allennlp_tune.modules.feature_cache import user_cache_directory
     from allennlp_tune.planning.plan import plan_cell
@@ -110,14 +143,9 @@ def plan_budget(
 
     results_dir = Path(results_dir)
     cache_directory = _shared_cache(results_dir, ext_vars) or user_cache_directory(ext_vars)
-    plans = []
-    counts = []
     first_seeds = set(list(seeds)[:first_look]) if first_look else set()
+    cells = {}
     for mode, config in configs.items():
-        trials = trials_to_run(config, budget, results_dir, shared)
-        pending = pending_seeds(config, seeds, results_dir)
-        if not trials and not pending:
-            continue
         variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
         epochs = most_epochs(mode, family, spaces)
         if epochs is not None:
@@ -127,6 +155,17 @@ def plan_budget(
         cell = plan_cell(
             config, variables, overrides, Path(cache_directory) if cache_directory else None
         )
+        cells[mode] = (config, cell, epochs, chosen)
+    per_mode = mode_trials(
+        {mode: cell.epochs for mode, (_, cell, _, _) in cells.items()}, budget, unit
+    )
+    plans = []
+    counts = []
+    for mode, (config, cell, epochs, chosen) in cells.items():
+        trials = trials_to_run(config, per_mode[mode], results_dir, shared)
+        pending = pending_seeds(config, seeds, results_dir)
+        if not trials and not pending:
+            continue
         cell.pending_runs = trials + len(pending)
         cell.notes.append(
             f"{trials} search trial(s) and {len(pending)} seed run(s) to do, each at most "
@@ -135,6 +174,17 @@ def plan_budget(
                 f"; planned at {name}={value}, its space's last choice (the config's own "
                 "is not among them; trials may draw the others)"
                 for name, value in chosen.items()
+            )
+            + (
+                f"; --budget-unit compute: planned at {per_mode[mode]} trials "
+                + (
+                    "(its cap: a frozen trial after the first reads the cache)"
+                    if base_mode(mode) == "fe"
+                    else "(what its compute buys at its most epochs; more if some are pruned, "
+                    "up to the cap)"
+                )
+                if unit == "compute"
+                else ""
             )
         )
         plans.append(cell)
@@ -156,4 +206,4 @@ def plan_budget(
     return plans
 
 
-__all__ = ["most_epochs", "plan_budget", "planned_choices", "trials_to_run"]
+__all__ = ["mode_trials", "most_epochs", "plan_budget", "planned_choices", "trials_to_run"]

@@ -591,6 +591,7 @@ def run_compare(
             calibrate=grid_options.get("calibrate", True),
             shared=grid_options.get("coordinator") is not None,
             first_look=sequential.looks[0] if sequential is not None else None,
+            unit=budget_unit,
         )
         if grid_options.get("plan_only"):
             return GridResult()

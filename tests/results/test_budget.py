@@ -675,3 +675,27 @@ def test_a_search_keeps_the_pruner_it_was_started_with(tmp_path, capsys):
     assert saved["pruner"].startswith("successive halving (per-epoch dev metric; a trial goes on")
     with pytest.raises(ConfigurationError, match="was searched with --pruner halving"):
         search("median")
+
+
+def test_a_plan_in_compute_plans_each_mode_at_the_trials_its_share_buys(tmp_path, capsys):
+    """Under --budget-unit compute the plan of the decision gives fe its cap (10 K: its trials
+    after the first read the cache) and a trained mode K x the costliest's epochs / its own."""
+    from allennlp_tune.experiments.budget_plan import mode_trials
+
+    assert mode_trials({"fe": 10, "ft": 6}, 3) == {"fe": 3, "ft": 3}
+    assert mode_trials({"fe": 10, "ft": 6, "lora": 3}, 3, "compute") == {
+        "fe": 30,
+        "ft": 3,
+        "lora": 6,
+    }
+    task = write_reviews(tmp_path / "task")
+    run_compare(
+        str(task), str(BERT), ["fe", "ft"], [1], tmp_path / "out", budget=2,
+        budget_unit="compute", plan_only=True, progress=False,
+    )  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "plan of the whole decision (--budget 2): 22 search trial(s) and 2 seed run(s)" in (
+        printed
+    ), printed
+    assert "20 search trial(s) and 1 seed run(s) to do" in printed
+    assert "--budget-unit compute: planned at 20 trials (its cap" in printed
