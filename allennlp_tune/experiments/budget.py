@@ -317,6 +317,12 @@ def default_setting(
             if len(same) == 1:
                 setting[param.name] = same[0]
                 continue
+            if not same:
+                notes.append(
+                    f"{param.name}: the config's own value is none of {', '.join(param.choices)} "
+                    "(the space leaves it out), so its recipe is not one of the trials"
+                )
+                return None, notes
         places: List[str] = []
         for value in param.examples():
             changed = render({**ext_vars, param.name: value})

@@ -108,6 +108,16 @@ def test_the_plan_prices_a_network_the_space_can_draw(tmp_path, capsys):
 
     light = plan(("TUNE_FE_HEAD=linear,mlp", "TUNE_LR=1e-3:1e-2:log"), "light")
     assert "planned at TUNE_FE_HEAD=mlp, its space's last choice" in light, light
+    # The search says why the config's own recipe is not its first trial.
+    config = tmp_path / "light" / "configs" / "reviews_bertuncased_fe.jsonnet"
+    space = mode_space("fe", "bert", {"fe": ("TUNE_FE_HEAD=linear,mlp", "TUNE_LR=1e-3:1e-2:log")})
+    assert default_setting(config, space, {"TUNE_BERT_MODEL": str(BERT)}) == (
+        None,
+        [
+            "TUNE_FE_HEAD: the config's own value is none of linear, mlp (the space leaves it "
+            "out), so its recipe is not one of the trials"
+        ],
+    )
     # The pooled-feature cache's size line, and the light heads' 40 epochs.
     assert "x 2 poolings x" in light and "(40 epochs) |" in light, light
     paper = plan(("TUNE_FE_HEAD=paper,linear", "TUNE_LR=1e-3:1e-2:log"), "paper")
