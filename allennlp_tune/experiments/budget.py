@@ -405,6 +405,20 @@ def trial_seeded_sampler(seed: int) -> Any:
     return TrialSeededTPE()
 
 
+def keep_pruner(study: Any, pruner: str, where: str) -> None:
+    """Refuses a study searched with another `--pruner` (a study that recorded none was
+    searched with the median pruner; `where` names it in the message), and records a pruner
+    other than the median on a study that has none."""
+    pruned_by = study.user_attrs.get("budget_pruner", "median")
+    if pruned_by != pruner:
+        raise ConfigurationError(
+            f"--pruner {pruner}: {where} was searched with --pruner {pruned_by}; its trials were "
+            f"stopped by another rule. Give --pruner {pruned_by}, or another --results-dir."
+        )
+    if "budget_pruner" not in study.user_attrs and pruner != "median":
+        study.set_user_attr("budget_pruner", pruner)
+
+
 def counted_trials(study: Any) -> List[Any]:
     """The study's finished trials that count against its budget (`_finished`'s)."""
     import optuna
@@ -529,11 +543,8 @@ def _search_mode(
     One mode's search, resumed where its study stands: `budget` trials, or with `compute`
     (`budget_compute`) trials until they spent its total (at least `budget`, at most its cap).
     """
-    from allennlp_tune.experiments.budget_compute import (
-        format_compute,
-        search_is_done,
-        trials_compute,
-    )
+    from allennlp_tune.experiments.budget_compute import search_is_done, trials_compute
+    from allennlp_tune.reporting.costs import format_params
 
     params = mode_space(mode, family, spaces)
     space = list(space_texts(mode, family, spaces))
@@ -547,13 +558,7 @@ def _search_mode(
                 f"{' '.join(space)}; its trials would not count toward this search. Use another "
                 "--results-dir, or the space it was searched over."
             )
-        pruned_by = study.user_attrs.get("budget_pruner", "median")
-        if pruned_by != pruner:
-            raise ConfigurationError(
-                f"--pruner {pruner}: study {name} in {search_dir} was searched with --pruner "
-                f"{pruned_by}; its trials were stopped by another rule. Use another "
-                f"--results-dir, or --pruner {pruned_by}."
-            )
+        keep_pruner(study, pruner, f"study {name} in {search_dir}")
     if study is not None and _reclaim_dead_trials(study, storage, keep_checkpoints):
         study = _load_study(storage, name)
     finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
@@ -589,11 +594,11 @@ def _search_mode(
         before = f"{done} finished before" + (f", {remaining} to run" if remaining else "")
     else:
         said = (
-            f"trials until they spend {format_compute(compute.total)} encoder forward passes "
+            f"trials until they spend {format_params(compute.total)} encoder forward passes "
             f"(--budget {budget} in compute: {budget} trials of {compute.reference}; at least "
             f"{budget}, at most {compute.cap} trials)"
         )
-        before = f"{done} finished before, {format_compute(spent)} spent"
+        before = f"{done} finished before, {format_params(spent)} spent"
     print(f"{tool}: {mode}: {said} over {' '.join(space)} ({before})", file=sys.stderr)
     for note in notes:
         print(f"{tool}: {mode}: {note}", file=sys.stderr)

@@ -23,9 +23,9 @@ resumable (a rerun counts the study's finished trials' compute and runs only wha
 and every trial's cost is read from its run folder's `cost.json`, so it does not depend on the
 machine's load.
 
-What each frozen trial is charged for its encoder is an upper bound: `encoder_passes` counts the
-first epoch of every cached run as the pass that fills the cache, also where an earlier trial of
-the same search filled it. Shared searches (`--coordinator`) are counted in trials only: their
+A cached frozen trial is charged the share of its feature-cache entries its encoder computed
+(cost.json's `epoch_cache_lookups`): the search's first trial fills the cache, the later ones
+read it and pay only their head. Shared searches (`--coordinator`) are counted in trials only: their
 trial slots are created up front.
 """
 
@@ -149,13 +149,6 @@ def search_is_done(finished: int, spent: float, compute: ComputeBudget) -> bool:
     """Whether a mode's search has its compute budget: at least K finished trials that spent
     the budget, or the cap."""
     return finished >= compute.cap or (finished >= compute.trials and spent >= compute.total)
-
-
-def format_compute(value: float) -> str:
-    """`12.3k`, `1.20M` forward-pass equivalents."""
-    from allennlp_tune.reporting.costs import format_params
-
-    return format_params(value)
 
 
 __all__ = [

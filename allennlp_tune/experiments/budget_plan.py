@@ -146,6 +146,13 @@ def plan_budget(
     first_seeds = set(list(seeds)[:first_look]) if first_look else set()
     cells = {}
     for mode, config in configs.items():
+        # In trials, a mode with nothing left to run needs no plan; in compute, every mode's
+        # epochs set the trials the others are planned at (`mode_trials`).
+        if unit != "compute" and not (
+            trials_to_run(config, budget, results_dir, shared)
+            or pending_seeds(config, seeds, results_dir)
+        ):
+            continue
         variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
         epochs = most_epochs(mode, family, spaces)
         if epochs is not None:

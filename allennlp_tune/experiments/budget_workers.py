@@ -55,6 +55,7 @@ from allennlp_tune.experiments.budget import (
     budget_pruner,
     budget_record,
     default_setting,
+    keep_pruner,
     mode_result,
     mode_space,
     space_texts,
@@ -250,14 +251,7 @@ def _set_up(
         sampler,
         None,
     )
-    pruned_by = study.user_attrs.get("budget_pruner", "median")
-    if pruned_by != pruner:
-        raise ConfigurationError(
-            f"--pruner {pruner}: study {study_name} on the coordinator was searched with "
-            f"--pruner {pruned_by}; give every worker the same --pruner, or another --results-dir."
-        )
-    if pruner != "median":
-        study.set_user_attr("budget_pruner", pruner)
+    keep_pruner(study, pruner, f"study {study_name} on the coordinator")
     counted = counted_trials(study)
     if len(counted) > budget:
         raise ConfigurationError(
