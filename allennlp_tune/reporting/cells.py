@@ -30,7 +30,9 @@ from allennlp_tune.reporting.labels import (
     task_title,
 )
 from allennlp_tune.reporting.overlap import DIRECT, Overlap
-from allennlp_tune.reporting.paired import PairedResult
+from allennlp_tune.reporting.paired import (
+    PairedResult,
+)
 from allennlp_tune.rundir import (
     OK,
     STATUSES,
