@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
 from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
-from allennlp_tune.reporting.paired import metric_kind, paired_bootstrap, read_predictions
+from allennlp_tune.reporting.paired import paired_bootstrap
+from allennlp_tune.reporting.predictions import read_predictions
+from allennlp_tune.reporting.scorers import metric_kind
 from allennlp_tune.rundir import PREDICTIONS_NAME, load_run
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
 

@@ -40,7 +40,8 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
-from allennlp_tune.reporting.paired import metric_kind, read_predictions
+from allennlp_tune.reporting.predictions import read_predictions
+from allennlp_tune.reporting.scorers import metric_kind
 from allennlp_tune.reporting.sequential import Look, SequentialComparison, SequentialPlan
 from allennlp_tune.reporting.verify import verify_run
 from allennlp_tune.rundir import (

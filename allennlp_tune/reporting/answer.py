@@ -27,12 +27,8 @@ from allennlp_tune.reporting.labels import (
     mode_title,
     signed,
 )
-from allennlp_tune.reporting.paired import (
-    TIE,
-    PairedResult,
-    PredictionsMismatch,
-    read_predictions,
-)
+from allennlp_tune.reporting.paired import TIE, PairedResult
+from allennlp_tune.reporting.predictions import PredictionsMismatch, read_predictions
 from allennlp_tune.reporting.report import Report
 from allennlp_tune.rundir import (
     METRICS_NAME,

@@ -30,9 +30,7 @@ from allennlp_tune.reporting.labels import (
     task_title,
 )
 from allennlp_tune.reporting.overlap import DIRECT, Overlap
-from allennlp_tune.reporting.paired import (
-    PairedResult,
-)
+from allennlp_tune.reporting.paired import PairedResult
 from allennlp_tune.rundir import (
     OK,
     STATUSES,

@@ -17,16 +17,9 @@ from allennlp_tune.reporting.labels import (
     REFERENCE,
     SECOND_REFERENCE,
 )
-from allennlp_tune.reporting.paired import (
-    DEFAULT_REPLICATES,
-    TIE,
-    PairedResult,
-    Predictions,
-    PredictionsMismatch,
-    compare_modes,
-    metric_kind,
-    read_predictions,
-)
+from allennlp_tune.reporting.paired import DEFAULT_REPLICATES, TIE, PairedResult, compare_modes
+from allennlp_tune.reporting.predictions import Predictions, PredictionsMismatch, read_predictions
+from allennlp_tune.reporting.scorers import metric_kind
 from allennlp_tune.rundir import (
     PREDICTIONS_NAME,
     TEST_PREDICTIONS_NAME,
@@ -94,7 +87,7 @@ def bootstrap_options(runs: Sequence[Run], kind: str) -> Dict[str, Optional[str]
     """
     What the paired bootstrap needs besides the predictions, read from the runs' configs: the
     `positive_label` of an F1 metric and the `label_encoding` of span F1 (`kind` is
-    `paired.metric_kind` of the runs' metric).
+    `scorers.metric_kind` of the runs' metric).
     """
     return {
         "positive_label": _setting(runs, "positive_label") if kind == "f1" else None,

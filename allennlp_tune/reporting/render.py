@@ -9,9 +9,7 @@ from typing import Any, Dict, Optional
 from allennlp_tune.reporting.answer import ANSWER_TITLE, answer_lines
 from allennlp_tune.reporting.cells import Row, Summary
 from allennlp_tune.reporting.labels import REPORT_TITLE
-from allennlp_tune.reporting.paired import (
-    describe_test,
-)
+from allennlp_tune.reporting.paired import describe_test
 from allennlp_tune.reporting.report import Report
 from allennlp_tune.reporting.tables import ALWAYS_SHOWN_MODES, delta_mark
 

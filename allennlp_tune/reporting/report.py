@@ -145,11 +145,7 @@ from allennlp_tune.reporting.overlap import (
     find_overlaps,
     read_model_card,
 )
-from allennlp_tune.reporting.paired import (
-    DEFAULT_REPLICATES,
-    TIE,
-    describe_test,
-)
+from allennlp_tune.reporting.paired import DEFAULT_REPLICATES, TIE, describe_test
 from allennlp_tune.reporting.saved import BrokenFile, check_saved
 from allennlp_tune.reporting.tables import (
     VERDICT_HEADER,

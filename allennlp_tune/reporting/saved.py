@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from allennlp_tune.reporting.intervals import bootstrap_options
-from allennlp_tune.reporting.paired import metric_kind, read_predictions
+from allennlp_tune.reporting.predictions import read_predictions
+from allennlp_tune.reporting.scorers import metric_kind
 from allennlp_tune.reporting.sequential import CODES, Look, SequentialPlan, replay
 from allennlp_tune.reporting.verify import verify_run
 from allennlp_tune.rundir import (

@@ -113,12 +113,8 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from allennlp_tune.reporting import labels
-from allennlp_tune.reporting.paired import (
-    Predictions,
-    PredictionsLike,
-    as_predictions,
-    compare_modes,
-)
+from allennlp_tune.reporting.paired import compare_modes
+from allennlp_tune.reporting.predictions import Predictions, PredictionsLike, as_predictions
 
 OBRIEN_FLEMING = "obrien-fleming"
 POCOCK = "pocock"
@@ -518,7 +514,7 @@ class SequentialComparison:
     names : `Tuple[str, str]`
         (mode_a, mode_b); the difference is mode_a - mode_b.
     metric : `str`
-        A metric the paired bootstrap knows (`paired.METRICS`).
+        A metric the paired bootstrap knows (`scorers.METRICS`).
     plan : `SequentialPlan`
         Looks, alpha and spending rule.
     margin : `float`, optional

@@ -29,9 +29,7 @@ from allennlp_tune.reporting.labels import (
     signed,
     task_title,
 )
-from allennlp_tune.reporting.paired import (
-    PairedResult,
-)
+from allennlp_tune.reporting.paired import PairedResult
 from allennlp_tune.rundir import (
     RUN_MODES,
 )

@@ -2,7 +2,7 @@
 A run's score proves itself: the validation metric in its `metrics.json` must equal the one
 recomputed from its `dev_predictions.jsonl` (and, for a run scored on test, its test metric the
 one from `test_predictions.jsonl`), with the paired bootstrap's own scorers on the full sample
-(`paired.metric_values`, which on the full sample are the trainer's metrics).
+(`scorers.metric_values`, which on the full sample are the trainer's metrics).
 
 This is the second check of a finished run; the first, one room down (`rundir.run_damage`), holds
 its files to the digests its `tune_run.json` recorded and is what `load_run` already applies. A run
@@ -28,13 +28,8 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Tuple
 
 from allennlp_tune.reporting.intervals import bootstrap_options
-from allennlp_tune.reporting.paired import (
-    Predictions,
-    PredictionsMismatch,
-    metric_kind,
-    metric_values,
-    read_predictions,
-)
+from allennlp_tune.reporting.predictions import Predictions, PredictionsMismatch, read_predictions
+from allennlp_tune.reporting.scorers import metric_kind, metric_values
 from allennlp_tune.rundir import (
     DAMAGED,
     METRICS_NAME,

@@ -11,17 +11,9 @@ from allennlp.training.metrics import SpanBasedF1Measure
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-from allennlp_tune.reporting.paired import (
-    TIE,
-    Predictions,
-    PredictionsMismatch,
-    compare_modes,
-    describe_test,
-    metric_values,
-    paired_bootstrap,
-    read_predictions,
-    sentence_span_counts,
-)
+from allennlp_tune.reporting.paired import TIE, compare_modes, describe_test, paired_bootstrap
+from allennlp_tune.reporting.predictions import Predictions, PredictionsMismatch, read_predictions
+from allennlp_tune.reporting.scorers import metric_values, sentence_span_counts
 
 LABELS = ["entailment", "neutral", "contradiction"]
 
@@ -197,7 +189,7 @@ def test_correlations_equal_scipy_with_ties():
 
 def test_resampled_spearman_equals_scipy_on_the_resample():
     """The bootstrap's midranks of a weighted resample are scipy's ranks of that resample."""
-    from allennlp_tune.reporting.paired import _spearman_scorer
+    from allennlp_tune.reporting.scorers import _spearman_scorer
 
     rng = np.random.default_rng(10)
     gold = np.round(rng.uniform(0, 5, 300), 1)

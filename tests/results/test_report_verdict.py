@@ -8,9 +8,9 @@ import pytest
 
 from allennlp_tune.reporting.html_report import render_report_html, render_report_png
 from allennlp_tune.reporting.labels import OVERLAP_MARK, RELATED_OVERLAP_MARK
-from allennlp_tune.reporting.paired import metric_values
 from allennlp_tune.reporting.render import render_json, render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
+from allennlp_tune.reporting.scorers import metric_values
 from allennlp_tune.reporting.tables import VERDICT_HEADER
 
 # A small number of replicates keeps these tests quick; the verdicts here are far from the edge.

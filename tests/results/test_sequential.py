@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from allennlp_tune.reporting.paired import Predictions
+from allennlp_tune.reporting.predictions import Predictions
 from allennlp_tune.reporting.sequential import (
     AT_CAP,
     CONTINUE,

@@ -22,7 +22,8 @@ from allennlp_tune.experiments.grid import run_grid
 from allennlp_tune.experiments.outputs import predict_in_process
 from allennlp_tune.experiments.test_split import is_scored, score_test_split
 from allennlp_tune.reporting.html_report import render_report_html
-from allennlp_tune.reporting.paired import compare_modes, read_predictions
+from allennlp_tune.reporting.paired import compare_modes
+from allennlp_tune.reporting.predictions import read_predictions
 from allennlp_tune.reporting.render import render_json, render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
 from allennlp_tune.reporting.tables import TEST_TITLE
