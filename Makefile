@@ -15,9 +15,9 @@ BIN := $(VENV)/bin
 # (torch<1.13, transformers<4.21, spacy<3.4) are stale and unsatisfiable on Python 3.11.
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --no-deps
 
-# What ruff checks: the package, its start-up hook module (allennlp_tune_preimport.py, top level:
+# What ruff checks: the package, its start-up hook package (allennlp_tune_preimport, top level:
 # see allennlp_tune/compat.py), the tests, scripts and benchmarks.
-LINT_PATHS := allennlp_tune allennlp_tune_preimport.py setup.py tests scripts bench
+LINT_PATHS := allennlp_tune allennlp_tune_preimport setup.py tests scripts bench
 
 .PHONY: install postgres test lint format fixtures check-lock clean-venv demo
 

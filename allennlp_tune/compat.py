@@ -7,7 +7,7 @@ Fixes 1-4, 10 and 16 live here and are applied when this module is imported, whi
 `.allennlp_plugins` file applies them before any component is built. Fixes 5-9 must act earlier,
 before AllenNLP's own modules import `transformers` and `huggingface_hub` (or, for 9, before
 `allennlp` imports allennlp-models, which it does before any plugin), and fix 11 before the
-`allennlp` command parses its command line: they live in the top-level module
+`allennlp` command parses its command line: they live in the top-level package
 `allennlp_tune_preimport` and are applied by its start-up hook (below). Each fix is small, says
 what breaks without it, is a no-op where nothing is broken (a stock AllenNLP install's
 transformers 4.20, the locked 4.43.4), and has a test that fails without it: in
@@ -18,10 +18,12 @@ transformers 4.20, the locked 4.43.4), and has a test that fails without it: in
 How fixes 5-9 are applied: a `.pth` file. `pip install` (editable or not) puts
 `allennlp_tune.pth` in site-packages (setup.py's `build_py_with_pth`, as setuptools ships its
 own `distutils-precedence.pth`); its one line imports `allennlp_tune_preimport` and calls
-`install()`, which only puts a meta-path finder on `sys.meta_path`. The finder wraps the
-loading of the five modules the fixes concern (huggingface_hub, transformers,
-transformers.tokenization_utils_base, allennlp.common.cached_transformers and allennlp-models'
-narrativeqa tools) so that each fix runs just before or after that module's own code. Why a
+`install()`, which only puts a meta-path finder on `sys.meta_path` that waits for `allennlp`.
+When AllenNLP is first imported, that finder gives way to the fixes' finder, which wraps the
+loading of the modules the fixes concern (huggingface_hub, transformers,
+transformers.tokenization_utils_base, allennlp.common.cached_transformers, allennlp-models'
+narrativeqa tools, ...) so that each fix runs just before or after that module's own code, and
+applies the after-import fixes at once to those of them imported already. Why a
 `.pth` file and not the alternatives:
 - an entry point (AllenNLP's plugin discovery, `.allennlp_plugins`) runs far too late: `import
   allennlp.commands` already fails on transformers 5 / huggingface_hub 2, and `allennlp`
@@ -29,8 +31,8 @@ narrativeqa tools) so that each fix runs just before or after that module's own 
 - a wrapper console script would replace `allennlp`, but not `python -m allennlp` (which runs
   `allennlp/__main__.py`) nor `import allennlp` in a user's program or a notebook;
 - `sitecustomize.py` is a single file per environment that other packages may own.
-The cost of the `.pth` for a Python program that never imports those modules is one small
-module import (`sys` and `os` only) and one finder consulted per import; set
+The cost of the `.pth` for a Python program that never imports AllenNLP is one small module
+import (`sys` only) and one finder consulted per import, which patches nothing; set
 `ALLENNLP_TUNE_NO_PREIMPORT=1` to turn it off. Without the `.pth` (a source tree used with
 `--include-package allennlp_tune` and no install), importing this module installs the same
 finder and applies the after-import fixes to the modules already imported, which is all that
@@ -150,14 +152,14 @@ from typing import Any, Iterator, List, Union
 import torch
 
 import allennlp_tune_preimport
+from allennlp_tune_preimport.cli import install_cli_excepthook
 
 # Fixes 5-9 and 11 (see the docstring): normally already in place through allennlp_tune.pth;
 # without it, this is what can still be done (for 11: -v comes too late for AllenNLP's own
 # subcommands, which parse the command line before they import plugins; the environment
 # variable still works).
-allennlp_tune_preimport.install()
-allennlp_tune_preimport.apply_to_loaded()
-allennlp_tune_preimport.install_cli_excepthook()
+allennlp_tune_preimport.install_fixes()
+install_cli_excepthook()
 
 from allennlp.common.checks import ConfigurationError  # noqa: E402
 from allennlp.common.registrable import Registrable  # noqa: E402

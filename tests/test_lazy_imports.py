@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import allennlp_tune_preimport
-from allennlp_tune_preimport import _defer, _DeferredModule, _LazyModule, install_lazy_module
+from allennlp_tune_preimport import finder
+from allennlp_tune_preimport.lazy import _defer, _DeferredModule, _LazyModule, install_lazy_module
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,7 +96,7 @@ def test_a_failing_module_leaves_sys_modules_as_a_failed_import_does(package, tm
 def test_a_module_that_is_not_installed_is_not_faked():
     assert not install_lazy_module("no_such_module_for_allennlp_tune")
     assert "no_such_module_for_allennlp_tune" not in sys.modules
-    assert allennlp_tune_preimport._HOOKS["allennlp.data.image_loader"][0] is not None
+    assert finder._HOOKS["allennlp.data.image_loader"][0] is not None
 
 
 @pytest.fixture

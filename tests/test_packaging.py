@@ -3,7 +3,7 @@ Packaging (issue 44): pyproject.toml's PEP 621 metadata against the code, the lo
 environment that runs the tests.
 
 - requires-python starts at 3.10, the oldest Python CI runs (the stock lane);
-- every third-party module that allennlp_tune/ or allennlp_tune_preimport.py imports (at module
+- every third-party module that allennlp_tune/ or allennlp_tune_preimport/ imports (at module
   level or inside a function) is declared, in `dependencies` or an extra;
 - psycopg2 is only in the `[postgres]` extra, not forced on `[search]` users of SQLite;
 - both locks and the installed environment satisfy what is declared;
@@ -30,7 +30,10 @@ except ModuleNotFoundError:  # Python 3.10 (the stock lane): pytest's own TOML r
     tomllib = pytest.importorskip("tomli")
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = [*sorted((REPO / "allennlp_tune").rglob("*.py")), REPO / "allennlp_tune_preimport.py"]
+SOURCES = [
+    *sorted((REPO / "allennlp_tune").rglob("*.py")),
+    *sorted((REPO / "allennlp_tune_preimport").glob("*.py")),
+]
 FIRST_PARTY = {"allennlp_tune", "allennlp_tune_preimport"}
 LOCKS = [REPO / "requirements" / "lock.txt", REPO / "requirements" / "lock-modern.txt"]
 # An import name -> its distribution, for a distribution that is not installed where the test

@@ -45,6 +45,46 @@ def test_every_interpreter_gets_the_finder_and_nothing_heavy():
     assert off.stdout.split("\n")[0] == "False"
 
 
+def test_a_process_that_never_imports_allennlp_is_not_patched():
+    # transformers (with its GLUE metrics, whose SciPy import the fixes defer), huggingface_hub
+    # and torch imported without AllenNLP: no fix module loaded, SciPy loaded for real, the
+    # excepthook untouched, and one finder of ours, which waits for `allennlp` only.
+    script = (
+        "import sys\n"
+        "import transformers, transformers.data.metrics, huggingface_hub, torch\n"
+        "ours = [f for f in sys.meta_path if getattr(f, '_allennlp_tune_preimport', False)]\n"
+        "print(len(ours))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('allennlp')))\n"
+        "print(type(sys.modules['scipy.stats']) is type(sys))\n"
+        "print(sys.excepthook is sys.__excepthook__)\n"
+        "print([f.find_spec(n) for f in ours for n in ('transformers', 'nltk', 'scipy')])\n"
+        "import allennlp.common\n"
+        "print(sorted(m for m in sys.modules if m.startswith('allennlp_tune_preimport.')))\n"
+    )
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[:5] == ["1", "['allennlp_tune_preimport']", "True", "True", "[None, None, None]"]
+    # Importing AllenNLP wakes the fixes up.
+    assert "'allennlp_tune_preimport.finder'" in lines[5]
+
+
+def test_importing_allennlp_puts_the_fixes_finder_in_the_waiting_ones_place():
+    script = (
+        "import sys\n"
+        "import transformers.tokenization_utils_base\n"
+        "import allennlp.commands\n"
+        "import allennlp_tune_preimport.finder as finder\n"
+        "print(sum(isinstance(f, finder._PreImportFinder) for f in sys.meta_path))\n"
+        "print([f for f in sys.meta_path if type(f).__name__ == '_WaitForAllennlp'])\n"
+    )
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["1", "[]"]
+    off = run_python("-c", script, ALLENNLP_TUNE_NO_PREIMPORT="1")
+    assert off.stdout.splitlines() == ["0", "[]"]
+
+
 def test_python_dash_m_allennlp_runs():
     # `python -m allennlp` runs allennlp/__main__.py, which no console-script wrapper covers.
     result = run_python("-m", "allennlp", "--help")
@@ -73,7 +113,10 @@ def test_a_wheel_carries_the_pth_and_the_hook_module(tmp_path):
     source = tmp_path / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     shutil.copytree(REPO / "allennlp_tune", source / "allennlp_tune", ignore=ignore)
-    for name in ("setup.py", "pyproject.toml", "README.md", "allennlp_tune_preimport.py"):
+    shutil.copytree(
+        REPO / "allennlp_tune_preimport", source / "allennlp_tune_preimport", ignore=ignore
+    )
+    for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     result = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -84,6 +127,7 @@ def test_a_wheel_carries_the_pth_and_the_hook_module(tmp_path):
     [wheel] = tmp_path.glob("allennlp_tune-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "allennlp_tune.pth" in names
-    assert "allennlp_tune_preimport.py" in names
+    assert "allennlp_tune_preimport/__init__.py" in names
+    assert "allennlp_tune_preimport/finder.py" in names
     record = next(n for n in names if n.endswith(".dist-info/RECORD"))
     assert "allennlp_tune.pth," in zipfile.ZipFile(wheel).read(record).decode()

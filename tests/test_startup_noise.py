@@ -92,7 +92,7 @@ def test_allennlp_command_prints_no_nltk_lines_offline(tmp_path):
 
 def test_an_online_download_still_happens_and_a_failed_one_is_logged(monkeypatch, caplog, capsys):
     nltk = pytest.importorskip("nltk")
-    from allennlp_tune_preimport import _QuietNltkDownload
+    from allennlp_tune_preimport.stack import _QuietNltkDownload
 
     calls = []
 

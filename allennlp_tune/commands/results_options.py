@@ -20,9 +20,9 @@ from allennlp.common.checks import ConfigurationError
 def fail(command: str, error: Exception) -> None:
     """Ends the command with the error's message in one line and status 2; its traceback first
     when the user asked for it (`-v` / `--verbose`, ALLENNLP_TUNE_VERBOSE=1)."""
-    import allennlp_tune_preimport
+    from allennlp_tune_preimport.cli import verbose_requested
 
-    if allennlp_tune_preimport.verbose_requested():
+    if verbose_requested():
         traceback.print_exception(error, file=sys.stderr)
     print(f"allennlp {command}: {error}", file=sys.stderr)
     sys.exit(2)

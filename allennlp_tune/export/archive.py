@@ -165,13 +165,13 @@ def load_plugin_archive(archive_file: Path) -> LoadedRun:
             f"ARCHIVE {archive_file} does not exist; give the model.tar.gz that `allennlp train` "
             "wrote in the run's serialization folder."
         )
-    import allennlp_tune_preimport
     from allennlp_tune.quiet import quiet_loggers
+    from allennlp_tune_preimport.cli import verbose_requested
 
     # AllenNLP logs each config parameter, the vocabulary and every initialised weight at INFO
     # while it loads an archive (about 200 lines): not before this command's one line of
     # result, unless asked for (-v / ALLENNLP_TUNE_VERBOSE=1).
-    loud = allennlp_tune_preimport.verbose_requested()
+    loud = verbose_requested()
     try:
         with quiet_loggers(*(() if loud else ("allennlp", "allennlp_tune"))):
             archive = load_archive(str(archive_file), cuda_device=-1)

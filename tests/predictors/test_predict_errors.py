@@ -22,8 +22,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
 import allennlp_tune  # noqa: F401
-import allennlp_tune_preimport
 from allennlp_tune.data.paths import FIXTURE_MODELS_DIR, REPO_ROOT
+from allennlp_tune_preimport import cli as preimport_cli
 
 BERT = str(FIXTURE_MODELS_DIR / "bert-uncased")
 ROWS = 'review,sentiment\na great film,pos\na dull mess,neg\n"funny, warm",pos\nbad,neg\n'
@@ -150,7 +150,7 @@ def test_an_archive_without_config_json(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------------------------
-# The `allennlp` command's short errors (allennlp_tune_preimport, fix 11)
+# The `allennlp` command's short errors (allennlp_tune_preimport.cli, fix 11)
 # ----------------------------------------------------------------------------------------------
 class FakeMain:
     """`sys.modules["__main__"]` of `python -m allennlp`."""
@@ -166,7 +166,7 @@ def cli(monkeypatch) -> Callable[[List[str]], None]:
         monkeypatch.setitem(sys.modules, "__main__", FakeMain())
         monkeypatch.setattr(sys, "argv", argv)
         monkeypatch.setattr(sys, "excepthook", sys.excepthook)
-        monkeypatch.setitem(allennlp_tune_preimport._cli, "verbose", False)
+        monkeypatch.setitem(preimport_cli._cli, "verbose", False)
         monkeypatch.delenv("ALLENNLP_TUNE_VERBOSE", raising=False)
 
     return make
@@ -180,16 +180,16 @@ def raised(error: BaseException):
 
 
 def test_importing_the_plugin_from_python_leaves_the_excepthook_alone():
-    assert not allennlp_tune_preimport.running_allennlp_cli()
+    assert not preimport_cli.running_allennlp_cli()
     assert not getattr(sys.excepthook, "_allennlp_tune_cli", False)
-    assert not allennlp_tune_preimport.install_cli_excepthook()
+    assert not preimport_cli.install_cli_excepthook()
 
 
 def test_a_clear_error_is_one_line_and_status_2(cli, capsys, monkeypatch):
     cli(["allennlp", "predict", "model.tar.gz", "in.jsonl"])
     previous = []
     monkeypatch.setattr(sys, "excepthook", lambda *exc_info: previous.append(exc_info))
-    assert allennlp_tune_preimport.install_cli_excepthook()
+    assert preimport_cli.install_cli_excepthook()
     with pytest.raises(SystemExit) as status:
         sys.excepthook(*raised(ConfigurationError("input line 2: missing keys.")))
     assert status.value.code == 2 and previous == []
@@ -206,7 +206,7 @@ def test_verbose_shows_the_traceback_too(cli, capsys, monkeypatch, how):
     if how == "env":
         monkeypatch.setenv("ALLENNLP_TUNE_VERBOSE", "1")
     monkeypatch.setattr(sys, "excepthook", lambda *exc_info: traceback.print_exception(*exc_info))
-    allennlp_tune_preimport.install_cli_excepthook()
+    preimport_cli.install_cli_excepthook()
     assert sys.argv == ["allennlp", "evaluate", "m.tar.gz", "t.csv"]  # AllenNLP refuses -v
     with pytest.raises(SystemExit) as status:
         sys.excepthook(*raised(ConfigurationError("no config.json")))
