@@ -29,7 +29,7 @@ from allennlp_tune.experiments.budget import (
     mode_space,
 )
 from allennlp_tune.experiments.grid import _shared_cache, pending_seeds
-from allennlp_tune.experiments.search import _storage_url
+from allennlp_tune.experiments.search import budget_storage_url
 from allennlp_tune.rundir import SEED_EXT_VAR, config_stem
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
 
@@ -105,7 +105,7 @@ def trials_to_run(config: Path, budget: int, results_dir: Path, shared: bool) ->
     database = results_dir / BUDGET_SEARCH_DIR / "optuna.db"
     if shared or not database.is_file():
         return budget
-    study = _load_study(_storage_url(None, results_dir / BUDGET_SEARCH_DIR), config_stem(config))
+    study = _load_study(budget_storage_url(results_dir / BUDGET_SEARCH_DIR), config_stem(config))
     if study is None:
         return budget
     return max(0, budget - sum(_finished(study).values()))

@@ -21,7 +21,7 @@ from allennlp_tune.experiments.budget_compute import COMPUTE, check_budget_unit,
 from allennlp_tune.experiments.budget_plan import most_epochs
 from allennlp_tune.experiments.lock import ResultsDirLock
 from allennlp_tune.experiments.provisional import print_provisional
-from allennlp_tune.experiments.search import _storage_url
+from allennlp_tune.experiments.search import budget_storage_url
 from allennlp_tune.rundir import SEED_EXT_VAR, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
 
@@ -90,7 +90,7 @@ def run_budget(
         variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
         compute = compute_budget(configs, budget, epochs, frozen, variables, overrides)
     with ResultsDirLock(results_dir):
-        storage = _storage_url(None, search_dir)
+        storage = budget_storage_url(search_dir)
         # Written first, so that the trials stay out of tune-report's runs from the start.
         write_json(record_path, budget_record(task, encoder, budget, [], compute, pruner))
         for mode, config in configs.items():

@@ -253,26 +253,44 @@ def _check_arguments(params: Sequence[SearchParam], study_name: str) -> None:
         raise ConfigurationError(f"--study-name {study_name!r}: use a name without '/'.")
 
 
-def _storage_url(storage: Optional[str], results_dir: Path) -> str:
+def _storage_url(
+    storage: Optional[str],
+    results_dir: Path,
+    option: str = "--storage (default: RESULTS_DIR/optuna.db)",
+    fix: str = (
+        "move it away (its trials are lost to the search) to start a new study there, or "
+        "pass --storage to keep the study elsewhere"
+    ),
+) -> str:
     """The storage to use, checked: `sqlite:///DIR/optuna.db` when none is given. Refuses a
-    results folder that cannot be written first."""
+    results folder that cannot be written first. `option` and `fix` name, for the default
+    database, where it came from and what to do with a damaged one: tune-search's defaults;
+    `budget_storage_url` gives tune-compare --budget's, which has no --storage."""
     problem = folder_problem(results_dir)
     if problem is not None:
         raise ConfigurationError(f"--results-dir {results_dir} {problem}")
     if storage is None:
         results_dir.mkdir(parents=True, exist_ok=True)
         database = (results_dir / "optuna.db").resolve()
-        fix = (
-            "move it away (its trials are lost to the search) to start a new study there, or "
-            "pass --storage to keep the study elsewhere"
-        )
-        check_storage(
-            f"sqlite:///{database}", "--storage (default: RESULTS_DIR/optuna.db)", fix=fix
-        )
+        check_storage(f"sqlite:///{database}", option, fix=fix)
         return f"sqlite:///{database}"
     storage = storage_with_driver(storage)
     check_storage(storage)
     return storage
+
+
+def budget_storage_url(search_dir: Path) -> str:
+    """`_storage_url` for tune-compare --budget's searches (`RESULTS_DIR/search/optuna.db`):
+    a damaged database is named as the budget's, with a fix that needs no --storage."""
+    return _storage_url(
+        None,
+        search_dir,
+        option="tune-compare --budget's searches (RESULTS_DIR/search/optuna.db)",
+        fix=(
+            "move it away to run the budget's searches again from their first trial (its "
+            "trials are lost), or pass another --results-dir"
+        ),
+    )
 
 
 def _open_checked_study(

@@ -128,7 +128,12 @@ def sqlite_problem(path: Path, fix: Optional[str] = None) -> Optional[str]:
     except sqlite3.DatabaseError as error:
         found = (str(error),)
     if found and found[0] != "ok":
-        return f"{path} is a damaged SQLite database ({found[0]}); {fix}."
+        # quick_check answers one line per problem it finds, under a "*** in database main
+        # ***" heading: the first problem, on the one line.
+        lines = [line.strip() for line in str(found[0]).splitlines()]
+        lines = [line for line in lines if line and not line.startswith("***")] or ["no detail"]
+        more = f" and {len(lines) - 1} more" if len(lines) > 1 else ""
+        return f"{path} is a damaged SQLite database ({lines[0]}{more}); {fix}."
     return None
 
 

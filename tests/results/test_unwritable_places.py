@@ -18,6 +18,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.commands.tune_grid import add_grid_parser
 from allennlp_tune.commands.tune_search import add_search_parser
 from allennlp_tune.experiments.workers import Coordinator
+from tests.results.test_compare import BERT, allennlp, write_reviews
 from tests.results.test_grid import run_cli
 
 
@@ -74,6 +75,36 @@ def damaged_database(path: Path) -> Path:
     return path
 
 
+def damaged_table_page(path: Path) -> Path:
+    """An SQLite file that opens, but whose third page (a table's) is overwritten: SQLite's
+    quick_check answers in two lines ("*** in database main ***", then "Page 3: ...")."""
+    connection = sqlite3.connect(path)
+    for table in range(6):
+        connection.execute(f"CREATE TABLE t{table} (id INTEGER PRIMARY KEY, value TEXT)")
+        connection.execute(f"CREATE INDEX i{table} ON t{table}(value)")
+        connection.executemany(
+            f"INSERT INTO t{table}(value) VALUES (?)", [(f"x{row}",) for row in range(50)]
+        )
+    connection.commit()
+    connection.close()
+    with open(path, "r+b") as handle:
+        handle.seek(2 * 4096)
+        handle.write(b"\xff" * 200)
+    answer = sqlite3.connect(path).execute("PRAGMA quick_check").fetchone()[0]
+    assert answer.count("\n") == 1 and "Page 3:" in answer, answer  # the case this builds
+    return path
+
+
+DAMAGES = {"not a database": None, "damaged pages": damaged_database, "page 3": damaged_table_page}
+
+
+def damage_file(path: Path, damage: str) -> Path:
+    if DAMAGES[damage] is None:
+        path.write_bytes(b"garbage garbage garbage\n")
+        return path
+    return DAMAGES[damage](path)
+
+
 # ---- --coordinator --------------------------------------------------------------------------
 
 
@@ -93,6 +124,12 @@ def test_a_coordinator_that_is_not_a_database_is_named(
         add_grid_parser, [*argv, "--coordinator", f"sqlite:///{damaged}"], capsys
     )
     assert f"{damaged} is a damaged SQLite database (" in error
+
+    damaged = damaged_table_page(tmp_path / "workers2.db")
+    error = one_line_error(
+        add_grid_parser, [*argv, "--coordinator", f"sqlite:///{damaged}"], capsys
+    )
+    assert f"{damaged} is a damaged SQLite database (Page 3: btreeInitPage()" in error
 
     error = one_line_error(
         add_grid_parser, [*argv, "--coordinator", f"sqlite:///{tmp_path}"], capsys
@@ -151,17 +188,14 @@ def test_a_coordinator_that_still_cannot_be_opened_is_one_line(tmp_path, monkeyp
 # ---- tune-search's optuna.db ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["not a database", "damaged pages"])
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_search_storage_is_named_with_the_fix(
     tmp_path, tiny_config, tiny_ext_vars, capsys, damage
 ):
     results = tmp_path / "search"
     results.mkdir()
     database = results / "optuna.db"
-    if damage == "not a database":
-        database.write_bytes(b"garbage garbage garbage\n")
-    else:
-        damaged_database(database)
+    damage_file(database, damage)
     argv = [tiny_config, "--param", "TUNE_LR=1e-3:1e-1", "--trials", 1, "--study-name", "s"]
     argv += ["--results-dir", results]
     argv += [f"--ext-var={key}={value}" for key, value in tiny_ext_vars.items()]
@@ -171,6 +205,33 @@ def test_a_damaged_search_storage_is_named_with_the_fix(
     assert f"{database.resolve()} {problem}" in error
     assert "move it away" in error and "pass --storage" in error
     assert sorted(path.name for path in results.iterdir()) == ["optuna.db"]  # nothing trained
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_budget_search_database_is_named_as_the_budgets(
+    tmp_path, monkeypatch, capsys, damage
+):
+    """tune-compare --budget keeps its searches in RESULTS_DIR/search/optuna.db and has no
+    --storage: the line names that file as the budget's and a fix tune-compare takes."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+    (results / "search").mkdir(parents=True)
+    database = results / "search" / "optuna.db"
+    damage_file(database, damage)
+    before = database.read_bytes()
+    argv = ["tune-compare", str(task), "--encoder", str(BERT), "--modes", "fe", "ft"]
+    argv += ["--seeds", "1", "--budget", "2", "--results-dir", str(results)]
+    assert allennlp(monkeypatch, *argv) == 2
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and error.count("\n") == 1, error
+    assert "tune-compare --budget's searches (RESULTS_DIR/search/optuna.db)" in error, error
+    problem = "is not an SQLite database" if damage == "not a database" else "is a damaged"
+    assert f"{database.resolve()} {problem}" in error, error
+    assert "move it away" in error and "--results-dir" in error
+    assert "--storage" not in error and "RESULTS_DIR/optuna.db" not in error
+    assert database.read_bytes() == before  # left as it was
+    assert [path.name for path in (results / "search").iterdir()] == ["optuna.db"]
+    assert not list(results.rglob("metrics.json"))  # nothing trained
 
 
 # ---- --results-dir --------------------------------------------------------------------------
