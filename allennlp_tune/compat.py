@@ -147,7 +147,7 @@ import tarfile
 import tempfile
 import types
 import zlib
-from typing import Any, Iterator, List, Union
+from typing import Any, Dict, Iterator, List, Union
 
 import torch
 
@@ -333,10 +333,17 @@ def safe_extract(archive_file: Union[str, "os.PathLike[str]"], destination: str)
         ) from None
 
 
+# The temporary folder each archive was extracted to -> that archive, so that a refusal of a
+# file in it (fix 4) names the user's archive, not a temporary path that is gone by the time the
+# message is read. An entry leaves with its folder (`cleanup`) or stays: a few short strings.
+_EXTRACTED_FROM: Dict[str, str] = {}
+
+
 @contextlib.contextmanager
 def _safe_extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Iterator[str]:
     """`allennlp.models.archival.extracted_archive`, extracting through `safe_extract`."""
     tempdir = tempfile.mkdtemp()
+    _EXTRACTED_FROM[os.path.abspath(tempdir)] = str(resolved_archive_file)
     try:
         logger.info(f"extracting archive file {resolved_archive_file} to temp dir {tempdir}")
         safe_extract(resolved_archive_file, tempdir)
@@ -344,6 +351,7 @@ def _safe_extracted_archive(resolved_archive_file: str, cleanup: bool = True) ->
         # `load_archive` asks for cleanup=False and removes the folder itself, but only once it
         # has been handed the folder: a refused archive must not leave it behind.
         shutil.rmtree(tempdir, ignore_errors=True)
+        _EXTRACTED_FROM.pop(os.path.abspath(tempdir), None)
         raise
     try:
         yield tempdir
@@ -351,6 +359,20 @@ def _safe_extracted_archive(resolved_archive_file: str, cleanup: bool = True) ->
         if cleanup:
             logger.info(f"removing temporary unarchived model dir at {tempdir}")
             shutil.rmtree(tempdir, ignore_errors=True)
+            _EXTRACTED_FROM.pop(os.path.abspath(tempdir), None)
+
+
+def _where_from(f: Any) -> str:
+    """`f` as a user knows it: `weights.th in the archive runs/x/model.tar.gz` for a file that
+    `_safe_extracted_archive` extracted, else the path itself."""
+    try:
+        path = os.path.abspath(os.fspath(f))
+    except TypeError:  # a buffer
+        return str(f)
+    for folder, archive in _EXTRACTED_FROM.items():
+        if path.startswith(folder + os.sep):
+            return f"{os.path.relpath(path, folder)} in the archive {archive}"
+    return str(f)
 
 
 def _patch_archive_extraction() -> None:
@@ -455,18 +477,18 @@ def _weights_refusal(f: Any, error: Exception) -> Any:
             f"starts with {head!r}, neither torch's zip format nor a pickle" if head else "is empty"
         )
         return ConfigurationError(
-            f"The weights file {f} is not a torch weights file: it {starts} (torch.load: "
-            f"{type(error).__name__}: {_torch_reason(error)}). An archive that `allennlp train` "
-            "wrote holds the weights as `torch.save` writes them: this one was changed or made "
-            "by hand; use the run's own model.tar.gz."
+            f"The weights file {_where_from(f)} is not a torch weights file: it {starts} "
+            f"(torch.load: {type(error).__name__}: {_torch_reason(error)}). An archive that "
+            "`allennlp train` wrote holds the weights as `torch.save` writes them: this one was "
+            "changed or made by hand; use the run's own model.tar.gz."
         )
     if not isinstance(error, pickle.UnpicklingError):
         return None
     return ConfigurationError(
-        f"Refusing to load the weights file {f}: it holds pickled objects other than tensors, "
-        f"which could run code ({_torch_reason(error)}). A weights file written by `allennlp "
-        "train` holds only a state dict of tensors; do not load weights from a source you do "
-        "not trust."
+        f"Refusing to load the weights file {_where_from(f)}: it holds pickled objects other "
+        f"than tensors, which could run code ({_torch_reason(error)}). A weights file written "
+        "by `allennlp train` holds only a state dict of tensors; do not load weights from a "
+        "source you do not trust."
     )
 
 

@@ -328,10 +328,9 @@ def test_a_weights_file_of_plain_bytes_is_called_what_it_is(tmp_path, weights, s
         with pytest.raises(ConfigurationError) as error:
             load(str(archive))
         message = str(error.value)
-        assert (
-            message.startswith("The weights file ")
-            and "weights.th is not a torch weights" in message
-        )
+        # The archive the user named, not the temporary folder it was extracted to.
+        assert message.startswith(f"The weights file weights.th in the archive {archive} is not")
+        assert "/tmp" not in message.replace(str(tmp_path), "")
         assert f"file: it {starts}" in message and "use the run's own model.tar.gz" in message
         assert "pickled" not in message and "weights_only" not in message
         assert "\n" not in message
@@ -345,6 +344,9 @@ def test_the_pickled_code_refusal_names_the_global_without_torch_s_hint(tmp_path
     with pytest.raises(ConfigurationError) as error:
         load_archive(str(archive))
     message = str(error.value)
+    assert message.startswith(
+        f"Refusing to load the weights file weights.th in the archive {archive}:"
+    )
     assert "it holds pickled objects other than tensors, which could run code (" in message
     assert "GLOBAL" in message and "mkdir" in message  # what the pickle would have called
     assert "weights_only" not in message and "\n" not in message
