@@ -20,12 +20,15 @@ keeps each file's count for the life of the process.
 """
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
+
+TOKENIZER_LOGGER = "transformers.tokenization_utils_base"
 
 
 @dataclass
@@ -102,7 +105,12 @@ def count_wordpieces(reader_config: Mapping[str, Any], data_path: str) -> DataCo
             return sum(visit(inner) for inner in value.field_list)
         return 0
 
-    with quiet:
+    # transformers warns once about a sequence longer than the tokenizer's maximum ("Token
+    # indices sequence length is longer ... will result in indexing errors"), naming neither
+    # file nor line: the planner names that row itself (`longest_at`), against the encoder's
+    # positions, so the count keeps the warning back.
+    too_long = quiet_loggers(TOKENIZER_LOGGER, level=logging.ERROR)
+    with quiet, too_long:
         for instance in reader.read(data_path):
             reader.apply_token_indexers(instance)
             count.instances += 1  # before `visit`, which names the instance by its number

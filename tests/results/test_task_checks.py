@@ -16,7 +16,9 @@ import contextlib
 import csv
 import http.server
 import json
+import logging
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -356,6 +358,36 @@ def test_plan_only_names_the_row_longer_than_the_encoders_positions(
     problem = plan_refusal(parser, capsys, tmp_path, task)
     assert problem.startswith(f"{data}, line 3: an input of 102 wordpieces, but {BERT} has 64 ")
     assert "shorten or remove it, or set max_length (at most 64)" in problem
+
+
+def test_the_planner_names_a_long_row_without_the_tokenizers_own_warning(parser, capsys, tmp_path):
+    """With a tokenizer that knows its maximum length (all-MiniLM-L6-v2: 512, here 64),
+    transformers warns about the long row ("Token indices sequence length is longer ...",
+    naming no file or line) before the plan's own line names it: only the plan's line shows."""
+    encoder = tmp_path / "bert-64"
+    shutil.copytree(BERT, encoder)
+    settings = json.loads((encoder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    settings["model_max_length"] = 64
+    (encoder / "tokenizer_config.json").write_text(json.dumps(settings), encoding="utf-8")
+    task = write_task(tmp_path / "task")
+    data = tmp_path / "task" / "train.csv"
+    lines = data.read_text(encoding="utf-8").splitlines()
+    lines[2] = '"' + " ".join(["film"] * 100) + '",' + lines[2].rsplit(",", 1)[1]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # transformers' loggers write to a handler made at import (not pytest's capture), under
+    # the "transformers" logger that does not propagate: what reaches it is recorded here.
+    records = []
+    recorder = logging.Handler()
+    recorder.emit = records.append
+    library = logging.getLogger("transformers")
+    library.addHandler(recorder)
+    try:
+        code, err = tune_compare(parser, capsys, tmp_path, task, encoder=str(encoder))
+    finally:
+        library.removeHandler(recorder)
+    assert code == 2 and f"{data}, line 3: an input of 102 wordpieces, but {encoder}" in err, err
+    shown = [record.getMessage() for record in records if record.levelno >= logging.WARNING]
+    assert not [line for line in shown if "Token indices sequence length" in line], shown
 
 
 def test_plan_only_reads_the_test_split_and_names_its_bad_row(parser, capsys, tmp_path):
