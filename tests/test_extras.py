@@ -49,4 +49,12 @@ def test_pyproject_declares_the_extras():
     extras = project["optional-dependencies"]
     assert extras["search"][0] == "optuna" and extras["lora"] == ["peft>=0.17"]
     assert extras["postgres"] == ["psycopg2-binary"]  # a postgresql:// --storage only
+    # Beside AllenNLP 2.10.1 (Python 3.10) SQLAlchemy stays at 2.0.24, which Optuna 5.1's
+    # models do not import with: Optuna 5.0 there, any Optuna on the locks' Python 3.11.
+    from packaging.requirements import Requirement
+
+    held = [Requirement(line) for line in extras["search"] if line.startswith("optuna<")]
+    assert [str(r.specifier) for r in held] == ["<5.1"]
+    assert held[0].marker.evaluate({"python_version": "3.10"})
+    assert not held[0].marker.evaluate({"python_version": "3.11"})
     assert not [line for line in project["dependencies"] if line.startswith(("peft", "optuna"))]
