@@ -28,3 +28,13 @@ export_config_defaults()
 refuse_foreign_checkpoints()
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`from allennlp_tune import Comparison` (the Python API, `experiments/comparison.py`),
+    imported when asked for: every `allennlp` command imports this package."""
+    if name == "Comparison":
+        from allennlp_tune.experiments.comparison import Comparison
+
+        return Comparison
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

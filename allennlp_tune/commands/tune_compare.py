@@ -11,7 +11,6 @@ from allennlp_tune.commands.results_options import (
     add_run_arguments,
     checked_ext_vars,
     fail,
-    grid_options,
     positive_float,
     positive_int,
     train_and_report,
@@ -19,7 +18,6 @@ from allennlp_tune.commands.results_options import (
 from allennlp_tune.experiments.compare import DEFAULT_MODES, MODES_EXPECTED
 from allennlp_tune.modes import is_run_mode
 
-DEFAULT_SEEDS = (1, 2, 3)
 MODES_HELP = (
     "fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune), bitfit (only the "
     "encoder's bias terms train), lora (low-rank adapters train; transformer encoders only), "
@@ -75,7 +73,7 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
         "--cuda-device", type=int, default=None, help="GPU of every run (TUNE_CUDA_DEVICE)"
     )
     add_run_arguments(subparser)
-    # --seeds not given: 1 2 3, or 1 up to the last look with --sequential (`sequential_plan`).
+    # --seeds not given: 1 2 3, or 1 up to the last look with --sequential (`Comparison`).
     subparser.set_defaults(seeds=None)
     add_sequential_arguments(subparser)
     add_budget_arguments(subparser)
@@ -163,84 +161,20 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
     )
 
 
-def sequential_plan(args: argparse.Namespace):
-    """The `SequentialPlan` of --sequential / --looks (`None` without --sequential), and the
-    seeds in their order; ends the command on a plan that cannot work."""
-    from allennlp_tune.reporting.sequential import DEFAULT_LOOKS, SequentialPlan
-
-    if not args.sequential:
-        if args.looks is not None:
-            fail("tune-compare", ConfigurationError("--looks needs --sequential."))
-        return None, args.seeds or list(DEFAULT_SEEDS)
-    try:
-        plan = SequentialPlan(looks=tuple(args.looks or DEFAULT_LOOKS))
-    except ValueError as error:
-        fail(
-            "tune-compare",
-            ConfigurationError(f"--looks {' '.join(map(str, args.looks))}: {error}."),
-        )
-    seeds = args.seeds or list(range(1, plan.cap + 1))
-    if len(seeds) < plan.cap:
-        fail(
-            "tune-compare",
-            ConfigurationError(
-                f"--seeds {' '.join(map(str, seeds))}: --sequential looks up to {plan.cap} seeds "
-                f"per mode; list at least {plan.cap} seeds, or leave --seeds out (1 to "
-                f"{plan.cap})."
-            ),
-        )
-    return plan, seeds
-
-
 def compare_main(args: argparse.Namespace) -> None:
-    from allennlp_tune.experiments.compare import EXPERIMENT, run_compare, task_source
+    """Builds the `Comparison` the command line gives (checked once: an option that cannot
+    work ends the command before anything is written), then trains and reports it."""
+    from allennlp_tune.experiments.compare import EXPERIMENT, task_source
+    from allennlp_tune.experiments.comparison import Comparison
 
-    plan, seeds = sequential_plan(args)
-    if plan is not None and args.coordinator is not None:
-        # Workers share a grid fixed when they start; --sequential's rounds would each be a
-        # grid of their own, chosen from the last round's looks.
-        fail(
-            "tune-compare",
-            ConfigurationError(
-                "--sequential and --coordinator do not go together: workers share one grid "
-                "fixed when they start (its marker, .tune_workers.json, refuses any other), "
-                "while --sequential chooses each round's seed runs from the looks after the "
-                "last round, so every round would be another grid on the same folder. Give "
-                "--seeds instead of --sequential to share the runs, or run --sequential in one "
-                "process."
-            ),
-        )
     ext_vars = checked_ext_vars(
         "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
     )
-    spaces = None
-    if args.space:
-        from allennlp_tune.experiments.budget import parse_spaces
-
-        try:
-            spaces = parse_spaces(args.space, args.modes)
-        except ConfigurationError as error:
-            fail("tune-compare", error)
-    train_and_report(
-        "tune-compare",
-        lambda: run_compare(
-            args.task,
-            args.encoder,
-            args.modes,
-            seeds,
-            args.results_dir,
-            encoder_label=args.encoder_label,
-            cuda_device=args.cuda_device,
-            sequential=plan,
-            margin=args.margin,
-            budget=args.budget,
-            spaces=spaces,
-            budget_unit=args.budget_unit,
-            budget_pruner=args.pruner,
-            **grid_options(args, ext_vars),
-        ),
-        args,
-    )
+    try:
+        comparison = Comparison.from_args(args, ext_vars)
+    except ConfigurationError as error:
+        fail("tune-compare", error)
+    train_and_report("tune-compare", comparison.train, args)
 
 
 @Subcommand.register("tune-compare")

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.commands.tune_compare import add_compare_parser, sequential_plan
+from allennlp_tune.commands.tune_compare import add_compare_parser
+from allennlp_tune.experiments.comparison import Comparison
 from allennlp_tune.experiments.rounds import SEQUENTIAL_NAME, run_sequential
 from allennlp_tune.reporting.render import render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
@@ -192,39 +193,37 @@ def test_equivalence_within_a_margin_stops_early(tmp_path):
 def parse(argv):
     parser = argparse.ArgumentParser()
     add_compare_parser(parser.add_subparsers(), "tune-compare")
-    return parser.parse_args(["tune-compare", "task.jsonnet", "--encoder", "x", *argv])
+    return parser.parse_args(["tune-compare", "sst2", "--encoder", "x", *argv])
 
 
-def test_the_command_line_plan_and_its_seeds(capsys):
-    assert sequential_plan(parse(["--results-dir", "out"])) == (None, [1, 2, 3])
-    plan, seeds = sequential_plan(parse(["--results-dir", "out", "--sequential"]))
-    assert plan.looks == (3, 5, 7) and seeds == list(range(1, 8))
-    plan, seeds = sequential_plan(
-        parse(
-            [
-                "--results-dir",
-                "o",
-                "--sequential",
-                "--looks",
-                "2",
-                "4",
-                "--seeds",
-                "9",
-                "8",
-                "7",
-                "6",
-            ]
-        )
+def from_command_line(argv) -> Comparison:
+    return Comparison.from_args(parse(["--results-dir", "out", *argv]), {})
+
+
+def test_the_command_line_plan_and_its_seeds(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    comparison = from_command_line([])
+    assert comparison._plan is None and comparison.seeds == (1, 2, 3)
+    comparison = from_command_line(["--sequential"])
+    assert comparison._plan.looks == (3, 5, 7) and comparison.seeds == tuple(range(1, 8))
+    comparison = from_command_line(
+        ["--sequential", "--looks", "2", "4", "--seeds", "9", "8", "7", "6"]
     )
-    assert plan.cap == 4 and seeds == [9, 8, 7, 6]
+    assert comparison._plan.cap == 4 and comparison.seeds == (9, 8, 7, 6)
     for argv, message in (
         (["--looks", "3", "5"], "--looks needs --sequential"),
         (["--sequential", "--seeds", "1", "2", "3"], "list at least 7 seeds"),
         (["--sequential", "--looks", "5", "3"], "--looks 5 3: looks must be increasing"),
     ):
-        with pytest.raises(SystemExit):
-            sequential_plan(parse(["--results-dir", "out", *argv]))
-        assert message in capsys.readouterr().err
+        with pytest.raises(ConfigurationError, match=message):
+            from_command_line(argv)
+    # The command ends on them in one line, exit 2, before anything is written.
+    args = parse(["--results-dir", "out", "--looks", "3", "5"])
+    with pytest.raises(SystemExit) as exit_info:
+        args.func(args)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == "allennlp tune-compare: --looks needs --sequential.\n"
+    assert not Path("out").exists()
 
 
 def test_run_compare_with_a_sequential_plan(tmp_path):
