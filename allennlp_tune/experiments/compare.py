@@ -533,30 +533,15 @@ def run_compare(
     "compute" counts K in compute instead of trials (`budget_compute`); `budget_pruner` is the
     rule that stops a trial early (`budget.PRUNERS`: median, or successive halving).
     """
-    ext_vars = dict(ext_vars or {})
-    if cuda_device is not None:
-        if CUDA_DEVICE_EXT_VAR in ext_vars:
-            raise ConfigurationError(
-                f"--cuda-device and --ext-var {CUDA_DEVICE_EXT_VAR} both set the device; give "
-                "it once."
-            )
-        ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
+    # The stages in order: the checks and the configs, the plan of the whole decision, the
+    # search (--budget), then the seeds (all, or in rounds with --sequential). Each reads what
+    # the earlier ones wrote to the results folder, so running them again resumes.
+    ext_vars = _device_ext_vars(ext_vars, cuda_device)
     chosen = resolve_encoder(encoder, encoder_label, ext_vars)
     check_modes(modes, chosen, ext_vars)
     unique_modes = list(dict.fromkeys(modes))
-    if budget is not None:
-        # Lazy, as the rounds below: the search brings Optuna's room.
-        from allennlp_tune.experiments.budget import check_budget_options
-        from allennlp_tune.experiments.budget_compute import check_budget_unit
-
-        check_budget_options(budget, unique_modes, chosen.family, ext_vars, spaces)
-        check_budget_unit(budget_unit, grid_options.get("coordinator"))
-    elif spaces:
-        raise ConfigurationError("--space sets the search space of --budget; give --budget K.")
-    elif budget_unit != "trials":
-        raise ConfigurationError("--budget-unit says what --budget K counts; give --budget K.")
-    elif budget_pruner != "median":
-        raise ConfigurationError("--pruner stops --budget's search trials; give --budget K.")
+    _check_budget_options(budget, unique_modes, chosen, ext_vars, spaces, budget_unit,
+                          budget_pruner, grid_options.get("coordinator"))  # fmt: skip
     ext_vars.update(chosen.ext_vars)
     ext_vars.update(checkpoint_pooling(chosen, ext_vars))
     task = load_task(task_spec, ext_vars)
@@ -567,54 +552,96 @@ def run_compare(
     results_dir = Path(results_dir)
     check_results_dir(results_dir)
     configs = write_configs(task, chosen, unique_modes, results_dir, ext_vars)
-    written = dict(zip(unique_modes, configs))
+    stages = _Stages(dict(zip(unique_modes, configs)), seeds, results_dir, task, chosen,
+                     ext_vars, overrides, grid_options, budget, spaces, budget_unit,
+                     budget_pruner, sequential, margin)  # fmt: skip
     if budget is not None:  # every mode's space, before the plan and any mode's first trial
         from allennlp_tune.experiments.budget import check_spaces
 
-        check_spaces(written, chosen.family, ext_vars, overrides, spaces)
-    mode_ext_vars = None
-    if budget is not None and (grid_options.get("plan") or grid_options.get("plan_only")):
-        # The whole decision's cost before its first trial; the seeds' own plan follows the
-        # search (their settings are known only then). Lazy: the search brings Optuna's room.
-        from allennlp_tune.experiments.budget_plan import plan_budget
-
-        plan_budget(
-            written,
-            budget,
-            list(seeds)[: sequential.cap] if sequential is not None else seeds,
-            results_dir,
-            chosen.family,
-            ext_vars,
-            overrides,
-            spaces,
-            plan_only=bool(grid_options.get("plan_only")),
-            calibrate=grid_options.get("calibrate", True),
-            shared=grid_options.get("coordinator") is not None,
-            first_look=sequential.looks[0] if sequential is not None else None,
-            unit=budget_unit,
-        )
-        if grid_options.get("plan_only"):
+        check_spaces(stages.written, chosen.family, ext_vars, overrides, spaces)
+        if grid_options.get("plan") or stages.plan_only:
+            _plan_the_decision(stages)
+        if stages.plan_only:
             return GridResult()
-    if budget is not None and not grid_options.get("plan_only"):
-        from allennlp_tune.experiments.budget_run import run_budget
+    mode_ext_vars = _search_stage(stages) if budget is not None else None
+    return _seeds_stage(stages, mode_ext_vars)
 
-        searches = run_budget(
-            written,
-            budget,
-            results_dir,
-            task.name,
-            chosen.label,
-            chosen.family,
-            ext_vars,
-            overrides,
-            spaces,
-            keep_checkpoints=grid_options.get("keep_checkpoints", False),
-            coordinator=grid_options.get("coordinator"),
-            unit=budget_unit,
-            pruner=budget_pruner,
-        )
-        mode_ext_vars = {mode: {**ext_vars, **searches[mode].setting} for mode in unique_modes}
-    if sequential is not None and not grid_options.get("plan_only"):
+
+@dataclass(frozen=True)
+class _Stages:
+    """What every stage of one comparison reads, built once by `run_compare` after its checks:
+    the configs it wrote (mode -> config), the seeds, the folder, and the options."""
+
+    written: Dict[str, Path]
+    seeds: Sequence[int]
+    results_dir: Path
+    task: Task
+    encoder: Encoder
+    ext_vars: Dict[str, str]
+    overrides: Optional[str]
+    grid_options: Dict[str, Any]
+    budget: Optional[int] = None
+    spaces: Optional[Dict[str, Tuple[str, ...]]] = None
+    budget_unit: str = "trials"
+    budget_pruner: str = "median"
+    sequential: Optional["SequentialPlan"] = None
+    margin: Optional[float] = None
+
+    @property
+    def plan_only(self) -> bool:
+        return bool(self.grid_options.get("plan_only"))
+
+
+def _plan_the_decision(stages: _Stages) -> None:
+    """The whole decision's cost before its first trial; the seeds' own plan follows the
+    search (their settings are known only then). Lazy: the search brings Optuna's room."""
+    from allennlp_tune.experiments.budget_plan import plan_budget
+
+    sequential, options = stages.sequential, stages.grid_options
+    plan_budget(
+        stages.written,
+        stages.budget,
+        list(stages.seeds)[: sequential.cap] if sequential is not None else stages.seeds,
+        stages.results_dir,
+        stages.encoder.family,
+        stages.ext_vars,
+        stages.overrides,
+        stages.spaces,
+        plan_only=stages.plan_only,
+        calibrate=options.get("calibrate", True),
+        shared=options.get("coordinator") is not None,
+        first_look=sequential.looks[0] if sequential is not None else None,
+        unit=stages.budget_unit,
+    )
+
+
+def _search_stage(stages: _Stages) -> Dict[str, Dict[str, str]]:
+    """Each mode's search trials; returns each mode's ext vars at its best setting."""
+    from allennlp_tune.experiments.budget_run import run_budget
+
+    searches = run_budget(
+        stages.written,
+        stages.budget,
+        stages.results_dir,
+        stages.task.name,
+        stages.encoder.label,
+        stages.encoder.family,
+        stages.ext_vars,
+        stages.overrides,
+        stages.spaces,
+        keep_checkpoints=stages.grid_options.get("keep_checkpoints", False),
+        coordinator=stages.grid_options.get("coordinator"),
+        unit=stages.budget_unit,
+        pruner=stages.budget_pruner,
+    )
+    return {mode: {**stages.ext_vars, **searches[mode].setting} for mode in stages.written}
+
+
+def _seeds_stage(stages: _Stages, mode_ext_vars: Optional[Dict[str, Dict[str, str]]]) -> GridResult:
+    """Every mode's seeds: in rounds with a `sequential` plan, else as one grid, at each
+    mode's best setting when a search (`mode_ext_vars`) came first."""
+    written, options = stages.written, stages.grid_options
+    if stages.sequential is not None and not stages.plan_only:
         by_mode = {mode: written[mode] for mode in ordered_run_modes(written)}  # report's order
         # Lazy: importing allennlp_tune (every `allennlp` command) imports this module, and the
         # rounds bring the reporting room.
@@ -622,29 +649,69 @@ def run_compare(
 
         rounds = run_sequential(
             by_mode,
-            seeds,
-            results_dir,
-            sequential,
-            margin,
-            ext_vars=ext_vars,
-            overrides=overrides,
+            stages.seeds,
+            stages.results_dir,
+            stages.sequential,
+            stages.margin,
+            ext_vars=stages.ext_vars,
+            overrides=stages.overrides,
             mode_ext_vars=mode_ext_vars,
-            **grid_options,
+            **options,
         )
         return rounds.grid
     if mode_ext_vars is not None:
         return _seeds_of_best_settings(
-            written, seeds, results_dir, mode_ext_vars, budget, overrides, grid_options
-        )
+            written, stages.seeds, stages.results_dir, mode_ext_vars, stages.budget,
+            stages.overrides, options,
+        )  # fmt: skip
     return run_grid(
-        configs,
-        seeds,
-        results_dir,
-        ext_vars=ext_vars,
-        overrides=overrides,
+        list(written.values()),
+        stages.seeds,
+        stages.results_dir,
+        ext_vars=stages.ext_vars,
+        overrides=stages.overrides,
         tool="tune-compare",
-        **grid_options,
+        **options,
     )
+
+
+def _device_ext_vars(ext_vars: Optional[Dict[str, str]], cuda_device: Optional[int]):
+    """A copy of `ext_vars` with --cuda-device as TUNE_CUDA_DEVICE (refused when both set it)."""
+    ext_vars = dict(ext_vars or {})
+    if cuda_device is not None:
+        if CUDA_DEVICE_EXT_VAR in ext_vars:
+            raise ConfigurationError(
+                f"--cuda-device and --ext-var {CUDA_DEVICE_EXT_VAR} both set the device; give "
+                "it once."
+            )
+        ext_vars[CUDA_DEVICE_EXT_VAR] = str(cuda_device)
+    return ext_vars
+
+
+def _check_budget_options(
+    budget: Optional[int],
+    modes: List[str],
+    encoder: Encoder,
+    ext_vars: Dict[str, str],
+    spaces: Optional[Dict[str, Tuple[str, ...]]],
+    budget_unit: str,
+    budget_pruner: str,
+    coordinator: Any,
+) -> None:
+    """--budget's options checked together; without --budget, refused when given."""
+    if budget is not None:
+        # Lazy, as the rounds: the search brings Optuna's room.
+        from allennlp_tune.experiments.budget import check_budget_options
+        from allennlp_tune.experiments.budget_compute import check_budget_unit
+
+        check_budget_options(budget, modes, encoder.family, ext_vars, spaces)
+        check_budget_unit(budget_unit, coordinator)
+    elif spaces:
+        raise ConfigurationError("--space sets the search space of --budget; give --budget K.")
+    elif budget_unit != "trials":
+        raise ConfigurationError("--budget-unit says what --budget K counts; give --budget K.")
+    elif budget_pruner != "median":
+        raise ConfigurationError("--pruner stops --budget's search trials; give --budget K.")
 
 
 def _seeds_of_best_settings(
