@@ -111,6 +111,38 @@ def trials_to_run(config: Path, budget: int, results_dir: Path, shared: bool) ->
     return max(0, budget - sum(_finished(study).values()))
 
 
+def _cell_note(
+    mode: str,
+    trials: int,
+    seed_runs: int,
+    epochs: Optional[int],
+    chosen: Dict[str, str],
+    compute_trials: Optional[int],
+) -> str:
+    """The plan's note on a mode: its trials and seed runs to do, at most how many epochs, the
+    choices it was planned at, and under --budget-unit compute the trials it was planned at."""
+    return (
+        f"{trials} search trial(s) and {seed_runs} seed run(s) to do, each at most "
+        + (f"{epochs} epochs (its space's upper end)" if epochs else "the config's epochs")
+        + "".join(
+            f"; planned at {name}={value}, its space's last choice (the config's own "
+            "is not among them; trials may draw the others)"
+            for name, value in chosen.items()
+        )
+        + (
+            f"; --budget-unit compute: planned at {compute_trials} trials "
+            + (
+                "(its cap: a frozen trial after the first reads the cache)"
+                if base_mode(mode) == "fe"
+                else "(what its compute buys at its most epochs; more if some are pruned, "
+                "up to the cap)"
+            )
+            if compute_trials is not None
+            else ""
+        )
+    )
+
+
 def plan_budget(
     configs: Dict[str, Path],
     budget: int,
@@ -139,7 +171,6 @@ def plan_budget(
     """
     from allennlp_tune.modules.feature_cache import user_cache_directory
     from allennlp_tune.planning.plan import plan_cell
-    from allennlp_tune.planning.render import first_look_line, show_plans
 
     results_dir = Path(results_dir)
     cache_directory = _shared_cache(results_dir, ext_vars) or user_cache_directory(ext_vars)
@@ -174,31 +205,31 @@ def plan_budget(
         if not trials and not pending:
             continue
         cell.pending_runs = trials + len(pending)
-        cell.notes.append(
-            f"{trials} search trial(s) and {len(pending)} seed run(s) to do, each at most "
-            + (f"{epochs} epochs (its space's upper end)" if epochs else "the config's epochs")
-            + "".join(
-                f"; planned at {name}={value}, its space's last choice (the config's own "
-                "is not among them; trials may draw the others)"
-                for name, value in chosen.items()
-            )
-            + (
-                f"; --budget-unit compute: planned at {per_mode[mode]} trials "
-                + (
-                    "(its cap: a frozen trial after the first reads the cache)"
-                    if base_mode(mode) == "fe"
-                    else "(what its compute buys at its most epochs; more if some are pruned, "
-                    "up to the cap)"
-                )
-                if unit == "compute"
-                else ""
-            )
-        )
+        compute_trials = per_mode[mode] if unit == "compute" else None
+        cell.notes.append(_cell_note(mode, trials, len(pending), epochs, chosen, compute_trials))
         plans.append(cell)
         early = [seed for seed in pending if seed in first_seeds]
         counts.append((mode, trials, len(pending), trials + len(early)))
-    if not plans:
-        return []
+    if plans:
+        _show(plans, counts, budget, len(seeds), first_look, tool, plan_only, calibrate)
+    return plans
+
+
+def _show(
+    plans: List["CellPlan"],  # noqa: F821
+    counts: List[Tuple[str, int, int, int]],
+    budget: int,
+    seeds: int,
+    first_look: Optional[int],
+    tool: str,
+    plan_only: bool,
+    calibrate: bool,
+) -> None:
+    """The plan's table under its heading (the decision's trials and seed runs), then with
+    --sequential what its first look would cost (`counts`: mode, trials, seed runs, runs up to
+    the first look)."""
+    from allennlp_tune.planning.render import first_look_line, show_plans
+
     trials = sum(count[1] for count in counts)
     seed_runs = sum(count[2] for count in counts)
     heading = (
@@ -206,11 +237,10 @@ def plan_budget(
         f"{seed_runs} seed run(s) over {len(plans)} mode(s)"
     )
     show_plans(plans, heading, tool, plan_only, calibrate)
-    if first_look is not None and first_look < len(seeds):
+    if first_look is not None and first_look < seeds:
         stream = sys.stdout if plan_only else sys.stderr
         stream.write(first_look_line(plans, [count[3] for count in counts], first_look) + "\n")
         stream.flush()
-    return plans
 
 
 __all__ = ["mode_trials", "most_epochs", "plan_budget", "planned_choices", "trials_to_run"]

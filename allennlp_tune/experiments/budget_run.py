@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Tuple
 from allennlp_tune.experiments import budget_workers
 from allennlp_tune.experiments.budget import (
     SEARCH_SEED,
+    BudgetJob,
     ModeSearch,
     _print_bests,
     _search_mode,
@@ -23,7 +24,7 @@ from allennlp_tune.experiments.lock import ResultsDirLock
 from allennlp_tune.experiments.provisional import print_provisional
 from allennlp_tune.experiments.search import budget_storage_url
 from allennlp_tune.rundir import SEED_EXT_VAR, write_json
-from allennlp_tune.rundir.names import BUDGET_NAME, BUDGET_SEARCH_DIR
+from allennlp_tune.rundir.names import BUDGET_NAME
 
 
 def run_budget(
@@ -57,62 +58,40 @@ def run_budget(
     """
     check_budget_options(budget, list(configs), family, ext_vars, spaces)
     check_budget_unit(unit, coordinator)
-    results_dir = Path(results_dir)
-    search_dir = results_dir / BUDGET_SEARCH_DIR
-    search_dir.mkdir(parents=True, exist_ok=True)
+    job = BudgetJob(configs, budget, Path(results_dir), task, encoder, family, ext_vars,
+                    overrides, spaces, keep_checkpoints, tool, pruner)  # fmt: skip
+    job.search_dir.mkdir(parents=True, exist_ok=True)
     if coordinator is not None:
-        searches = budget_workers.run_shared_budget(
-            configs,
-            budget,
-            results_dir,
-            search_dir,
-            task,
-            encoder,
-            family,
-            ext_vars,
-            overrides,
-            spaces,
-            keep_checkpoints,
-            coordinator,
-            tool,
-            pruner=pruner,
-        )
-        _print_bests(searches, budget, tool)
-        print_provisional(searches, results_dir, tool)
-        return searches
-    budget_workers.refuse_if_search_is_shared(search_dir)
-    record_path = results_dir / BUDGET_NAME
-    searches: Dict[str, ModeSearch] = {}
-    compute = None
-    if unit == COMPUTE:
-        epochs = {mode: most_epochs(mode, family, spaces) for mode in configs}
-        frozen = [mode for mode in configs if base_mode(mode) == "fe"]
-        variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
-        compute = compute_budget(configs, budget, epochs, frozen, variables, overrides)
-    with ResultsDirLock(results_dir):
-        storage = budget_storage_url(search_dir)
-        # Written first, so that the trials stay out of tune-report's runs from the start.
-        write_json(record_path, budget_record(task, encoder, budget, [], compute, pruner))
-        for mode, config in configs.items():
-            searches[mode] = _search_mode(
-                mode,
-                config,
-                budget,
-                search_dir,
-                storage,
-                family,
-                ext_vars,
-                overrides,
-                spaces,
-                keep_checkpoints,
-                tool,
-                compute,
-                pruner,
-            )
-            write_json(
-                record_path,
-                budget_record(task, encoder, budget, list(searches.values()), compute, pruner),
-            )
+        searches = budget_workers.run_shared_budget(job, coordinator)
+    else:
+        budget_workers.refuse_if_search_is_shared(job.search_dir)
+        compute = None
+        if unit == COMPUTE:
+            epochs = {mode: most_epochs(mode, family, spaces) for mode in configs}
+            frozen = [mode for mode in configs if base_mode(mode) == "fe"]
+            variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+            compute = compute_budget(configs, budget, epochs, frozen, variables, overrides)
+        searches = _search_in_one_process(job, compute)
     _print_bests(searches, budget, tool)
-    print_provisional(searches, results_dir, tool)
+    print_provisional(searches, job.results_dir, tool)
+    return searches
+
+
+def _search_in_one_process(job: BudgetJob, compute: Any) -> Dict[str, ModeSearch]:
+    """Each mode's search in turn in this process, under the results folder's lock, with
+    `budget.json` rewritten after each (and written first, before any trial)."""
+    record_path = job.results_dir / BUDGET_NAME
+    searches: Dict[str, ModeSearch] = {}
+
+    def record() -> Dict[str, Any]:
+        return budget_record(job.task, job.encoder, job.budget, list(searches.values()),
+                             compute, job.pruner)  # fmt: skip
+
+    with ResultsDirLock(job.results_dir):
+        storage = budget_storage_url(job.search_dir)
+        # Written first, so that the trials stay out of tune-report's runs from the start.
+        write_json(record_path, record())
+        for mode, config in job.configs.items():
+            searches[mode] = _search_mode(job, mode, config, storage, compute)
+            write_json(record_path, record())
     return searches

@@ -50,6 +50,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.experiments.budget import (
     SAMPLER_SEED,
     SEARCH_SEED,
+    BudgetJob,
     ModeSearch,
     _finished,
     budget_pruner,
@@ -146,21 +147,9 @@ def refuse_if_search_is_shared(search_dir: Path) -> None:
 
 
 def run_shared_budget(
-    configs: Dict[str, Path],
-    budget: int,
-    results_dir: Path,
-    search_dir: Path,
-    task: str,
-    encoder: str,
-    family: str,
-    ext_vars: Dict[str, str],
-    overrides: Optional[str],
-    spaces: Optional[Dict[str, Tuple[str, ...]]],
-    keep_checkpoints: bool,
+    job: BudgetJob,
     coordinator: Coordinator,
-    tool: str = "tune-compare",
     poll_s: Optional[float] = None,
-    pruner: str = "median",
 ) -> Dict[str, ModeSearch]:
     """
     This process's part of the shared searches (module docstring): returns every mode's search
@@ -170,74 +159,72 @@ def run_shared_budget(
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     coordinator = coordinator.checked()
-    if (search_dir / "optuna.db").exists() and not (search_dir / MARKER_NAME).exists():
+    if (job.search_dir / "optuna.db").exists() and not (job.search_dir / MARKER_NAME).exists():
         raise ConfigurationError(
-            f"{search_dir} holds the searches of one process (optuna.db): finish them without "
+            f"{job.search_dir} holds the searches of one process (optuna.db): finish them without "
             "--coordinator, or give the workers another --results-dir."
         )
     modes = [
         _Mode(
             mode,
             config,
-            list(space_texts(mode, family, spaces)),
-            mode_space(mode, family, spaces),
+            list(space_texts(mode, job.family, job.spaces)),
+            mode_space(mode, job.family, job.spaces),
         )
-        for mode, config in configs.items()
+        for mode, config in job.configs.items()
     ]
-    identity = search_identity(configs, {m.mode: m.space for m in modes}, ext_vars, overrides)
-    fixed = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+    identity = search_identity(
+        job.configs, {m.mode: m.space for m in modes}, job.ext_vars, job.overrides
+    )
+    fixed = {**job.ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
     name = worker_name()
-    with ResultsDirLock(results_dir, shared=True):
-        prefix = _claim_folder(search_dir, identity, coordinator)
+    with ResultsDirLock(job.results_dir, shared=True):
+        prefix = _claim_folder(job.search_dir, identity, coordinator)
         storage, retry = coordinator.open_storage()
-        with _SetupLock(search_dir):
-            if not (results_dir / BUDGET_NAME).exists():
+        with _SetupLock(job.search_dir):
+            if not (job.results_dir / BUDGET_NAME).exists():
                 # Written first, so that the trials stay out of tune-report's runs from the start.
                 write_json(
-                    results_dir / BUDGET_NAME,
-                    budget_record(task, encoder, budget, [], pruner=pruner),
+                    job.results_dir / BUDGET_NAME,
+                    budget_record(job.task, job.encoder, job.budget, [], pruner=job.pruner),
                 )
             for mode in modes:
-                _set_up(mode, prefix, storage, budget, search_dir, fixed, overrides, name,
-                        keep_checkpoints, tool, pruner)  # fmt: skip
-        with _worker_feature_cache(search_dir, name, fixed, keep_checkpoints):
+                _set_up(job, mode, prefix, storage, fixed, name)
+        with _worker_feature_cache(job.search_dir, name, fixed, job.keep_checkpoints):
             with SigtermAsInterrupt():
-                _train_slots(modes, storage, retry, coordinator, search_dir, tool, poll_s)
+                _train_slots(modes, storage, retry, coordinator, job.search_dir, job.tool, poll_s)
         searches = {}
         for mode in modes:
             counted = counted_trials(mode.study)
-            if len(counted) != budget:
+            if len(counted) != job.budget:
                 raise ConfigurationError(
-                    f"--budget {budget}: the workers' study of {mode.mode} ended with "
+                    f"--budget {job.budget}: the workers' study of {mode.mode} ended with "
                     f"{len(counted)} trials: another worker was given --budget {len(counted)}. "
                     f"Give every worker the same --budget (rerun with --budget {len(counted)})."
                 )
             finished = _finished(mode.study, counted)
             searches[mode.mode] = mode_result(
                 mode.mode, mode.study, mode.stem, mode.config, mode.space, mode.start,
-                mode.notes, finished, mode.done_before, search_dir,
+                mode.notes, finished, mode.done_before, job.search_dir,
             )  # fmt: skip
-        with _SetupLock(search_dir):  # one writer of budget.json at a time
-            record = budget_record(task, encoder, budget, list(searches.values()), pruner=pruner)
-            write_json(results_dir / BUDGET_NAME, record)
+        with _SetupLock(job.search_dir):  # one writer of budget.json at a time
+            record = budget_record(
+                job.task, job.encoder, job.budget, list(searches.values()), pruner=job.pruner
+            )
+            write_json(job.results_dir / BUDGET_NAME, record)
     return searches
 
 
 def _set_up(
+    job: BudgetJob,
     mode: _Mode,
     prefix: str,
     storage: Any,
-    budget: int,
-    search_dir: Path,
     fixed: Dict[str, str],
-    overrides: Optional[str],
     worker: str,
-    keep_checkpoints: bool,
-    tool: str,
-    pruner: str = "median",
 ) -> None:
     """Opens the mode's study (checked as in one process), tops its slots up to `budget`."""
-    metric, higher_is_better = check_config(mode.config, mode.params, fixed, overrides)
+    metric, higher_is_better = check_config(mode.config, mode.params, fixed, job.overrides)
     study_name = f"{prefix}-{mode.stem}"
     sampler = trial_seeded_sampler(SAMPLER_SEED)
     mode.study = study = _open_checked_study(
@@ -247,15 +234,15 @@ def _set_up(
         metric,
         higher_is_better,
         True,
-        budget_pruner(pruner),
+        budget_pruner(job.pruner),
         sampler,
         None,
     )
-    keep_pruner(study, pruner, f"study {study_name} on the coordinator")
+    keep_pruner(study, job.pruner, f"study {study_name} on the coordinator")
     counted = counted_trials(study)
-    if len(counted) > budget:
+    if len(counted) > job.budget:
         raise ConfigurationError(
-            f"--budget {budget}: study {study_name} on the coordinator has {len(counted)} "
+            f"--budget {job.budget}: study {study_name} on the coordinator has {len(counted)} "
             "trials already, more than the budget; give --budget "
             f"{len(counted)} or more (every mode then gets that many), or another --results-dir."
         )
@@ -265,29 +252,29 @@ def _set_up(
             list(study.user_attrs["budget_notes"]),
         )
     else:
-        mode.start, mode.notes = default_setting(mode.config, mode.params, fixed, overrides)
+        mode.start, mode.notes = default_setting(mode.config, mode.params, fixed, job.overrides)
         study.set_user_attr("budget_space", mode.space)
         study.set_user_attr("budget_start", mode.start)
         study.set_user_attr("budget_notes", mode.notes)
     if not counted and mode.start:
         study.enqueue_trial(mode.start, user_attrs={SLOT_ATTR: True})
-    for _ in range(budget - len(counted_trials(study))):
+    for _ in range(job.budget - len(counted_trials(study))):
         study.enqueue_trial({}, user_attrs={SLOT_ATTR: True})
     mode.done_before = sum(_finished(study, counted_trials(study)).values())
-    study_dir = search_dir / mode.stem
+    study_dir = job.search_dir / mode.stem
     study_dir.mkdir(parents=True, exist_ok=True)
     mode.objective = _Trials(
-        mode.config, mode.params, fixed, overrides, mode.stem, study_dir, SEARCH_SEED, metric,
-        higher_is_better, keep_checkpoints, worker,
+        mode.config, mode.params, fixed, job.overrides, mode.stem, study_dir, SEARCH_SEED, metric,
+        higher_is_better, job.keep_checkpoints, worker,
     )  # fmt: skip
     print(
-        f"{tool}: {mode.mode}: {budget} trials over {' '.join(mode.space)}, shared by the "
-        f"workers of {search_dir} ({mode.done_before} finished before); their logs: "
+        f"{job.tool}: {mode.mode}: {job.budget} trials over {' '.join(mode.space)}, shared by the "
+        f"workers of {job.search_dir} ({mode.done_before} finished before); their logs: "
         f"{study_dir}/trial_<n>/out.log",
         file=sys.stderr,
     )
     for note in mode.notes:
-        print(f"{tool}: {mode.mode}: {note}", file=sys.stderr)
+        print(f"{job.tool}: {mode.mode}: {note}", file=sys.stderr)
 
 
 def _train_slots(
