@@ -594,15 +594,13 @@ def run_grid(
     (`tune-compare --budget`: each mode's best setting, so that workers share the seeds of
     every mode as one grid); they are part of the workers' grid identity.
     """
-    from tqdm import tqdm
-
     results_dir = Path(results_dir)
+    jobs = [(config, seed) for seed in seeds for config in configs]
     # --- workers (`workers`): a folder workers share is theirs; a worker's checks come first.
     if coordinator is None:
         refuse_if_workers_own(results_dir)
     else:
         coordinator = coordinator.checked()
-        jobs = [(config, seed) for seed in seeds for config in configs]
         check_marker(results_dir, grid_identity(jobs, ext_vars, overrides, config_ext_vars))
     # --- end workers
     check_results_dir(results_dir)
@@ -641,13 +639,28 @@ def run_grid(
         plans=plans,
         damaged=damaged,
     )
-    jobs = [(config, seed) for seed in seeds for config in configs]
     if coordinator is not None:  # --- workers
         return _run_as_worker(grid, jobs, coordinator, retrain_changed)
+    return _run_in_one_process(grid, jobs, results_dir, shared_cache, keep_checkpoints)
+
+
+def _run_in_one_process(
+    grid: _Grid,
+    jobs: List[Tuple[Path, int]],
+    results_dir: Path,
+    shared_cache: Optional[Path],
+    keep_checkpoints: bool,
+) -> GridResult:
+    """The grid's runs in order in this process, under the results folder's lock; then the
+    shared feature cache goes (unless `keep_checkpoints`)."""
+    from tqdm import tqdm
+
     # Taken before anything is moved aside, held until the shared cache is gone: the run of a
     # live writer is left alone.
     with ResultsDirLock(results_dir) as lock:
-        bar = tqdm(total=len(jobs), unit="run", desc=tool, disable=not progress, file=sys.stderr)
+        bar = tqdm(
+            total=len(jobs), unit="run", desc=grid.tool, disable=not grid.progress, file=sys.stderr
+        )
         with bar, SigtermAsInterrupt():
             for config, seed in jobs:
                 grid.run(config, seed, bar, lock.fd)

@@ -61,7 +61,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from allennlp_tune.planning.data_count import validation_count
 from allennlp_tune.planning.encoder_size import find_embedder
@@ -172,14 +172,68 @@ def time_batches(
     (read from the cache), and the forward pass alone. Raises when the model or data cannot be
     built: `calibrate_cell` turns that into a note.
     """
+    import torch
+
+    batch_size = batch_size_of(rendered) or 32
+    with tempfile.TemporaryDirectory(prefix="tune_calibrate_") as folder:
+        config = _without_user_cache(rendered, folder)
+        # A cached cell reads one batch more, held out of training: the features of a
+        # validation batch seen for the first time are not in the cache yet.
+        wanted = (batches + 1 + int(cached)) * batch_size
+        instances, vocabulary, model = _built(config, wanted)
+        trainer = config.get("trainer") or {}
+        device = trainer.get("cuda_device", -1)
+        device = device if isinstance(device, int) and torch.cuda.is_available() else -1
+        timer = _Timer(model, trainer, vocabulary, device)
+        groups = timer.batches(instances, config.get("data_loader"), batch_size)
+        # The held-out batch is one of the length-grouped ones, as the validation's are: a batch
+        # of unsorted sentences pads to its longest and times slower than they run.
+        held_out: List[Any] = []
+        if cached and len(instances) == wanted and len(groups) > 2:  # a short split spares none
+            held_out = groups.pop()
+        timer.model.train()
+        warm_up = timer.step(groups[0])
+        deadline = time.perf_counter() + cap_seconds
+        timed: List[float] = []
+        # Train data of one batch: that batch again (not for a cached cell, whose features the
+        # warm-up stored: its first pass would read them).
+        to_time = groups[1:] or ([] if cached else groups[:1] * batches)
+        for group in to_time:
+            if time.perf_counter() > deadline:
+                break
+            timed.append(timer.step(group))
+        train_seconds = sum(timed) / len(timed) if timed else warm_up
+        cached_seconds = None
+        if cached:
+            again = [timer.step(group) for group in to_time[: len(timed)]]
+            again = again or [timer.step(groups[0])]
+            cached_seconds = sum(again) / len(again)
+        forward_seconds = first_forward_seconds = None
+        if time.perf_counter() <= deadline:
+            timer.model.eval()
+            if held_out:
+                # Its first pass runs the encoder and stores the features; the second reads them.
+                first_forward_seconds = timer.forward(held_out)
+                forward_seconds = timer.forward(held_out)
+            else:
+                forward_seconds = timer.forward(groups[-1])
+    return BatchTiming(
+        train_seconds,
+        cached_seconds,
+        forward_seconds,
+        batch_size,
+        len(timed),
+        first_forward_seconds=first_forward_seconds,
+    )
+
+
+def _built(config: Dict[str, Any], wanted: int) -> Tuple[List[Any], Any, Any]:
+    """The first `wanted` train instances of `config`, their vocabulary and the model."""
     import itertools
 
-    import torch
     from allennlp.common import Params
-    from allennlp.data import Batch, DatasetReader, Vocabulary
+    from allennlp.data import DatasetReader, Vocabulary
     from allennlp.models import Model
-    from allennlp.nn import util as nn_util
-    from allennlp.training.optimizers import Optimizer
 
     # The plugin's readers, embedders, models and optimizers, registered (a command has them
     # already; a library caller may not).
@@ -189,106 +243,82 @@ def time_batches(
     import allennlp_tune.training  # noqa: F401
     from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 
-    batch_size = batch_size_of(rendered) or 32
-    with tempfile.TemporaryDirectory(prefix="tune_calibrate_") as folder:
-        config = _without_user_cache(rendered, folder)
-        # The components' INFO lines (every parameter they read, the embedder's layer groups and
-        # LoRA targets) are the run's log, not the plan's.
-        with quiet_loggers(*QUIET_READER_LOGGERS, "allennlp", "allennlp_tune.modules"):
-            reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
-            # A cached cell reads one batch more, held out of training: the features of a
-            # validation batch seen for the first time are not in the cache yet.
-            wanted = (batches + 1 + int(cached)) * batch_size
-            instances = list(itertools.islice(reader.read(config["train_data_path"]), wanted))
-            if not instances:
-                raise ValueError("the train split gave no instances")
-            # AllenNLP's "building vocab" progress bar (stderr) is the run's, not the plan's.
-            with contextlib.redirect_stderr(io.StringIO()):
-                vocabulary = Vocabulary.from_params(
-                    Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
-                )
-            model = Model.from_params(
-                vocab=vocabulary, params=Params(copy.deepcopy(config["model"]))
+    # The components' INFO lines (every parameter they read, the embedder's layer groups and
+    # LoRA targets) are the run's log, not the plan's.
+    with quiet_loggers(*QUIET_READER_LOGGERS, "allennlp", "allennlp_tune.modules"):
+        reader = DatasetReader.from_params(Params(copy.deepcopy(config["dataset_reader"])))
+        instances = list(itertools.islice(reader.read(config["train_data_path"]), wanted))
+        if not instances:
+            raise ValueError("the train split gave no instances")
+        # AllenNLP's "building vocab" progress bar (stderr) is the run's, not the plan's.
+        with contextlib.redirect_stderr(io.StringIO()):
+            vocabulary = Vocabulary.from_params(
+                Params(copy.deepcopy(config.get("vocabulary", {}))), instances=instances
             )
-        trainer = config.get("trainer") or {}
-        device = trainer.get("cuda_device", -1)
-        device = device if isinstance(device, int) and torch.cuda.is_available() else -1
-        if device >= 0:
-            model = model.cuda(device)
-        parameters = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        model = Model.from_params(vocab=vocabulary, params=Params(copy.deepcopy(config["model"])))
+    return instances, vocabulary, model
+
+
+class _Timer:
+    """The model on its device with the config's optimizer: times one training step or one
+    forward pass of a batch of instances."""
+
+    def __init__(self, model: Any, trainer: Dict[str, Any], vocabulary: Any, device: int):
+        from allennlp.common import Params
+        from allennlp.training.optimizers import Optimizer
+
+        from allennlp_tune.quiet import quiet_loggers
+
+        self.model = model.cuda(device) if device >= 0 else model
+        self.vocabulary = vocabulary
+        self.device = device
+        parameters = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         # The optimizer's warnings (a parameter-group regex that matches no trainable parameter,
         # as LoRA's frozen LayerNorms give) reach the run's log when it builds the same optimizer.
         with quiet_loggers("allennlp", level=logging.ERROR):
-            optimizer = Optimizer.from_params(
+            self.optimizer = Optimizer.from_params(
                 model_parameters=parameters,
                 params=Params(copy.deepcopy(trainer.get("optimizer") or {"type": "adamw"})),
             )
+
+    def batches(self, instances: List[Any], loader: Any, batch_size: int) -> List[Any]:
+        from allennlp_tune.quiet import quiet_loggers
+
         # The sampler's parameters and its guessed sorting keys (INFO) are the run's log too.
         with quiet_loggers("allennlp"):
-            groups = batches_as_loaded(instances, config.get("data_loader"), vocabulary, batch_size)
-        # The held-out batch is one of the length-grouped ones, as the validation's are: a batch
-        # of unsorted sentences pads to its longest and times slower than they run.
-        held_out: List[Any] = []
-        if cached and len(instances) == wanted and len(groups) > 2:  # a short split spares none
-            held_out = groups.pop()
+            return batches_as_loaded(instances, loader, self.vocabulary, batch_size)
 
-        def tensors(group):
-            batch = Batch(group)
-            batch.index_instances(vocabulary)
-            return nn_util.move_to_device(batch.as_tensor_dict(), device)
+    def _tensors(self, group: List[Any]) -> Dict[str, Any]:
+        from allennlp.data import Batch
+        from allennlp.nn import util as nn_util
 
-        def step(group) -> float:
-            started = time.perf_counter()
-            optimizer.zero_grad()
-            loss = model(**tensors(group))["loss"]
-            loss.backward()
-            optimizer.step()
-            if device >= 0:  # CUDA runs asynchronously: wait for the batch's kernels
-                torch.cuda.synchronize(device)
-            return time.perf_counter() - started
+        batch = Batch(group)
+        batch.index_instances(self.vocabulary)
+        return nn_util.move_to_device(batch.as_tensor_dict(), self.device)
 
-        model.train()
-        warm_up = step(groups[0])
-        deadline = time.perf_counter() + cap_seconds
-        timed: List[float] = []
-        # Train data of one batch: that batch again (not for a cached cell, whose features the
-        # warm-up stored: its first pass would read them).
-        to_time = groups[1:] or ([] if cached else groups[:1] * batches)
-        for group in to_time:
-            if time.perf_counter() > deadline:
-                break
-            timed.append(step(group))
-        train_seconds = sum(timed) / len(timed) if timed else warm_up
-        cached_seconds = None
-        if cached:
-            again = [step(group) for group in to_time[: len(timed)]] or [step(groups[0])]
-            cached_seconds = sum(again) / len(again)
+    def _synchronize(self) -> None:
+        if self.device >= 0:  # CUDA runs asynchronously: wait for the batch's kernels
+            import torch
 
-        def forward(group) -> float:
-            started = time.perf_counter()
-            with torch.no_grad():
-                model(**tensors(group))
-            if device >= 0:
-                torch.cuda.synchronize(device)
-            return time.perf_counter() - started
+            torch.cuda.synchronize(self.device)
 
-        forward_seconds = first_forward_seconds = None
-        if time.perf_counter() <= deadline:
-            model.eval()
-            if held_out:
-                # Its first pass runs the encoder and stores the features; the second reads them.
-                first_forward_seconds = forward(held_out)
-                forward_seconds = forward(held_out)
-            else:
-                forward_seconds = forward(groups[-1])
-    return BatchTiming(
-        train_seconds,
-        cached_seconds,
-        forward_seconds,
-        batch_size,
-        len(timed),
-        first_forward_seconds=first_forward_seconds,
-    )
+    def step(self, group: List[Any]) -> float:
+        started = time.perf_counter()
+        self.optimizer.zero_grad()
+        loss = self.model(**self._tensors(group))["loss"]
+        loss.backward()
+        self.optimizer.step()
+        self._synchronize()
+        return time.perf_counter() - started
+
+    def forward(self, group: List[Any]) -> float:
+        import torch
+
+        started = time.perf_counter()
+        with torch.no_grad():
+            self.model(**self._tensors(group))
+        self._synchronize()
+        return time.perf_counter() - started
 
 
 def _release_accelerator_memory() -> None:
