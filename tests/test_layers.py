@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "allennlp_tune"
 # Lowest first. A room may import from itself and from any room above it in this list.
 LAYERS: List[str] = [
     "allennlp_tune.compat",  # fixes to AllenNLP and its stack; imports nothing of ours
+    "allennlp_tune.host_access",  # every read of a host's private (not the trainer's): a leaf
     "allennlp_tune.config_vars",  # the configs' ext vars and their defaults
     "allennlp_tune.modes",  # run modes, embedder modes and the map between them
     "allennlp_tune.quiet",  # holding back chosen loggers' INFO lines for a block

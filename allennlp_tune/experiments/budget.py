@@ -50,7 +50,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.experiments.optuna_access import storage_trial_id
 from allennlp_tune.experiments.search import (
     INTERRUPTED_ATTR,
     SearchParam,
@@ -60,6 +59,7 @@ from allennlp_tune.experiments.search import (
     interrupted_settings,
     run_search,
 )
+from allennlp_tune.host_access import storage_trial_id
 from allennlp_tune.modes import block_groups
 from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR

@@ -63,7 +63,6 @@ from allennlp_tune.experiments.budget import (
     trial_seeded_sampler,
 )
 from allennlp_tune.experiments.lock import ResultsDirLock
-from allennlp_tune.experiments.optuna_access import storage_trial_id
 from allennlp_tune.experiments.process import SigtermAsInterrupt
 from allennlp_tune.experiments.search import (
     _open_checked_study,
@@ -83,6 +82,7 @@ from allennlp_tune.experiments.workers import (
     grid_identity,
     worker_name,
 )
+from allennlp_tune.host_access import storage_trial_id
 from allennlp_tune.rundir import SEED_EXT_VAR, config_stem, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME
 

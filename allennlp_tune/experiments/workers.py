@@ -70,8 +70,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.lock import ResultsDirLock, RunLock
-from allennlp_tune.experiments.optuna_access import storage_trial_id
 from allennlp_tune.experiments.process import SigtermAsInterrupt
+from allennlp_tune.host_access import storage_trial_id
 from allennlp_tune.rundir import (
     RUN_INFO_NAME,
     config_stem,

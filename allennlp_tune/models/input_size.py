@@ -18,6 +18,8 @@ import torch
 from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.host_access import lazy_params
+
 # The constructor arguments that name a layer's input size: `input_size` for AllenNLP's RNN
 # encoders (lstm, gru, stacked_bidirectional_lstm, ...), `input_dim` for FeedForward,
 # pass_through, pytorch_transformer, gated-cnn-encoder and the pair encoders.
@@ -53,7 +55,7 @@ def build_reading(
         return None
     given_key = None
     if isinstance(module, Lazy):
-        config = module._params
+        config = lazy_params(module)
         given = [key for key in SIZE_KEYS if key in config]
         given_key = given[0] if given else None
         # Only the sizes the config leaves out: for one it gives, the config wins anyway, and

@@ -17,6 +17,7 @@ from allennlp.modules.seq2seq_encoders import PassThroughEncoder
 from allennlp.modules.text_field_embedders import BasicTextFieldEmbedder
 from allennlp.nn.util import batched_index_select
 
+from allennlp_tune.host_access import token_embedders_of
 from allennlp_tune.models.input_size import build_reading
 
 # The `dataset_reader.convert_to_coding_scheme` of `tune_conll2003` -> the span metric's name.
@@ -45,7 +46,7 @@ class FirstWordpieceEmbedder(TextFieldEmbedder):
     ) -> None:
         super().__init__()
         if isinstance(wordpiece_embedder, BasicTextFieldEmbedder):
-            embedders = dict(wordpiece_embedder._token_embedders)
+            embedders = token_embedders_of(wordpiece_embedder)
             if len(embedders) != 1:
                 raise ConfigurationError(
                     "model.first_wordpiece needs exactly one token embedder (a wordpiece-level "

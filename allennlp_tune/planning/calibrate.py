@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from allennlp_tune.host_access import forget_cached_transformers
 from allennlp_tune.planning.data_count import validation_count
 from allennlp_tune.planning.encoder_size import find_embedder
 from allennlp_tune.planning.plan import CellPlan, counted
@@ -341,9 +342,7 @@ def release_host_memory() -> None:
     """
     import ctypes
 
-    from allennlp.common import cached_transformers
-
-    cached_transformers._model_cache.clear()  # the weights; the tokenizers stay, they are small
+    forget_cached_transformers()  # the weights; the tokenizers stay, they are small
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from allennlp_tune.host_access import intra_word_wordpieces, text_field_indexers
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 
 TOKENIZER_LOGGER = "transformers.tokenization_utils_base"
@@ -57,12 +58,11 @@ def _field_wordpieces(text_field) -> Optional[Tuple[str, int]]:
         PretrainedTransformerMismatchedIndexer,
     )
 
-    indexers = list((getattr(text_field, "_token_indexers", None) or {}).values())
+    indexers = list(text_field_indexers(text_field).values())
     for indexer in indexers:
         if isinstance(indexer, PretrainedTransformerMismatchedIndexer):
             words = [token.text for token in text_field.tokens]
-            wordpieces, _ = indexer._allennlp_tokenizer.intra_word_tokenize(words)
-            return "transformer", len(wordpieces)
+            return "transformer", len(intra_word_wordpieces(indexer, words))
         if isinstance(indexer, PretrainedTransformerIndexer):
             return "transformer", len(text_field.tokens)
     for indexer in indexers:

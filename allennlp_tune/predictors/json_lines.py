@@ -22,6 +22,7 @@ from allennlp_tune.data.dataset_readers.task_reader import (
     json_too_deep_message,
     unique_keys,
 )
+from allennlp_tune.host_access import folds_long_inputs
 
 
 def excerpt(text: Any, limit: int = 80) -> str:
@@ -114,7 +115,7 @@ class JsonLinesPredictor(Predictor):
             module.config.max_position_embeddings
             for module in self._model.modules()
             if isinstance(module, PretrainedTransformerEmbedder)
-            and module._max_length is None
+            and not folds_long_inputs(module)
             and getattr(module.config, "max_position_embeddings", None)
         ]
         return min(limits) if limits else None

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from allennlp_tune.host_access import continued_spans_merger
 from allennlp_tune.reporting.predictions import (
     Predictions,
     PredictionsLike,
@@ -307,10 +308,9 @@ def sentence_span_counts(
     (same tags -> spans function, continued `C-` spans merged, spans as a set).
     """
     from allennlp.data.dataset_readers.dataset_utils.span_utils import InvalidTagSequence
-    from allennlp.training.metrics.span_based_f1_measure import SpanBasedF1Measure
 
     to_spans = tags_to_spans_function(encoding)
-    merge = SpanBasedF1Measure._handle_continued_spans
+    merge = continued_spans_merger()
     counts = np.zeros((len(golds), 3), dtype=np.float64)
     for position, (gold, predicted) in enumerate(zip(golds, predictions)):
         where = f"{source}, example {position}"

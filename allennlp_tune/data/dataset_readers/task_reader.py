@@ -25,6 +25,7 @@ from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import PretrainedTransformerTokenizer, Token, Tokenizer
 
 from allennlp_tune.data.tokenizers.spacy_rules import SpacyRulesTokenizer
+from allennlp_tune.host_access import is_text_encoding
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ def check_encoding(encoding: Any, where: str = "dataset_reader.encoding") -> str
             "text encoding such as 'utf-8', 'utf-8-sig' (UTF-8 with a BOM), 'utf-16', "
             "'latin-1' or 'cp1252'."
         ) from None
-    if not getattr(info, "_is_text_encoding", True):
+    if not is_text_encoding(info):
         raise ConfigurationError(
             f"{where} is {encoding!r}, a codec that does not decode bytes to text (such as "
             "'base64' or 'rot13'). Expected a text encoding such as 'utf-8' or 'latin-1'."

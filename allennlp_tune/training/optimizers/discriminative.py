@@ -7,6 +7,7 @@ from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
 from allennlp.training.optimizers import Optimizer
 
+from allennlp_tune.host_access import lazy_params
 from allennlp_tune.modules.layer_groups import (
     group_label,
     named_groups,
@@ -87,7 +88,7 @@ class DiscriminativeOptimizer(Optimizer):
         groups: Optional[List[List[str]]] = None,
         no_decay: Optional[List[str]] = None,
     ) -> Optimizer:
-        inner = optimizer._params  # the inner config, read for its `lr`
+        inner = lazy_params(optimizer)  # the inner config, read for its `lr`
         if "parameter_groups" in inner:
             raise ConfigurationError(
                 "trainer.optimizer.optimizer.parameter_groups cannot be combined with the "
