@@ -40,13 +40,11 @@ also keeps `RESULTS_DIR/search/` out of the runs tune-report reads (`rundir.find
 report is of the seeds only.
 """
 
-import contextlib
 import math
-import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -56,12 +54,10 @@ from allennlp_tune.experiments.search import (
     _load_params,
     check_config,
     interrupted,
-    interrupted_settings,
-    run_search,
 )
 from allennlp_tune.host_access import storage_trial_id
 from allennlp_tune.modes import block_groups
-from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, config_stem, load_run
+from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, load_run
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
 from allennlp_tune.rundir.tidy import tidy_run_dir
 
@@ -550,187 +546,6 @@ def _trial_costs(
     if not counted:
         return seconds, None, None
     return seconds, (spent[0], spent[1]), (full[0], full[1])
-
-
-def _search_mode(
-    job: BudgetJob,
-    mode: str,
-    config: Path,
-    storage: str,
-    compute: Optional["ComputeBudget"] = None,  # noqa: F821  (budget_compute's)
-) -> ModeSearch:
-    """
-    One mode of `job` searched, resumed where its study stands: `job.budget` trials, or with
-    `compute` (`budget_compute`) trials until they spent its total (at least `job.budget`, at
-    most its cap).
-    """
-    from allennlp_tune.experiments.budget_compute import trials_compute
-
-    params = mode_space(mode, job.family, job.spaces)
-    space = list(space_texts(mode, job.family, job.spaces))
-    name = config_stem(config)
-    study = _resumed_study(storage, name, job.search_dir, space, job.pruner, job.keep_checkpoints)
-    finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
-    done = sum(finished.values())
-    most = job.budget if compute is None else compute.cap
-    if done > most:
-        raise ConfigurationError(
-            f"--budget {job.budget}: study {name} in {job.search_dir} has {done} finished "
-            f"trials already, more than the budget; give --budget {done} or more (every mode "
-            "then gets that many), or another --results-dir."
-        )
-    wordpieces = compute.wordpieces_per_instance if compute is not None else None
-    spent = trials_compute(counted_trials(study), wordpieces) if study is not None else 0.0
-    remaining, stop = _trials_left(job.budget, done, spent, compute)
-    again = interrupted_settings(study) if study is not None else []
-    # The start is read off the config once, when the study is new, and kept with it.
-    if study is not None and "budget_start" in study.user_attrs:
-        start, notes = study.user_attrs["budget_start"], list(study.user_attrs["budget_notes"])
-    else:
-        variables = {**job.ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
-        start, notes = default_setting(config, params, variables, job.overrides)
-    _say_search(job.tool, mode, job.budget, compute, space, done, spent, remaining, notes, again)
-    if remaining > 0:
-        print(
-            f"{job.tool}: {mode}: training {'up to ' if stop else ''}{remaining} trial(s) in this "
-            "process; their logs: "
-            f"{job.search_dir / name}/trial_<n>/out.log",
-            file=sys.stderr,
-        )
-        enqueue = ([start] if start else []) + again
-        _run_trials(job, config, params, remaining, name, storage, enqueue, stop)
-        study = _load_study(storage, name)
-    if study.user_attrs.get("budget_space") is None:
-        study.set_user_attr("budget_space", space)
-        study.set_user_attr("budget_pruner", job.pruner)
-        study.set_user_attr("budget_start", start)
-        study.set_user_attr("budget_notes", notes)
-    result = mode_result(
-        mode, study, name, config, space, start, notes, _finished(study), done, job.search_dir
-    )
-    if compute is not None:
-        result.compute = trials_compute(counted_trials(study), wordpieces)
-    return result
-
-
-def _resumed_study(
-    storage: str,
-    name: str,
-    search_dir: Path,
-    space: List[str],
-    pruner: str,
-    keep_checkpoints: bool,
-) -> Any:
-    """The mode's study as an earlier command left it (None when new): refused when it was
-    searched over another space or with another pruner, its dead trials given back."""
-    study = _load_study(storage, name)
-    if study is None:
-        return None
-    recorded = study.user_attrs.get("budget_space")
-    if recorded is not None and list(recorded) != space:
-        raise ConfigurationError(
-            f"--budget: study {name} in {search_dir} searched {' '.join(recorded)}, not "
-            f"{' '.join(space)}; its trials would not count toward this search. Use another "
-            "--results-dir, or the space it was searched over."
-        )
-    keep_pruner(study, pruner, f"study {name} in {search_dir}")
-    if _reclaim_dead_trials(study, storage, keep_checkpoints):
-        study = _load_study(storage, name)
-    return study
-
-
-def _trials_left(
-    budget: int,
-    done: int,
-    spent: float,
-    compute: Optional["ComputeBudget"],  # noqa: F821
-) -> Tuple[int, Optional[Callable[[Any], bool]]]:
-    """The trials still to run and, under a compute budget, the rule that ends the search once
-    the trials spent its total (`stop(study)`); None for a budget in trials."""
-    if compute is None:
-        return budget - done, None
-    from allennlp_tune.experiments.budget_compute import search_is_done, trials_compute
-
-    wordpieces = compute.wordpieces_per_instance
-    remaining = 0 if search_is_done(done, spent, compute) else compute.cap - done
-
-    def stop(study: Any) -> bool:
-        trials = counted_trials(study)
-        return search_is_done(len(trials), trials_compute(trials, wordpieces), compute)
-
-    return remaining, stop
-
-
-def _say_search(
-    tool: str,
-    mode: str,
-    budget: int,
-    compute: Optional["ComputeBudget"],  # noqa: F821
-    space: List[str],
-    done: int,
-    spent: float,
-    remaining: int,
-    notes: List[str],
-    again: List[Dict[str, Any]],
-) -> None:
-    """The lines a mode's search starts with: its budget and space, what finished before, the
-    start's notes, and the interrupted trials that run again."""
-    from allennlp_tune.reporting.costs import format_params
-
-    if compute is None:
-        said = f"{budget} trials"
-        before = f"{done} finished before" + (f", {remaining} to run" if remaining else "")
-    else:
-        said = (
-            f"trials until they spend {format_params(compute.total)} encoder forward passes "
-            f"(--budget {budget} in compute: {budget} trials of {compute.reference}; at least "
-            f"{budget}, at most {compute.cap} trials)"
-        )
-        before = f"{done} finished before, {format_params(spent)} spent"
-    print(f"{tool}: {mode}: {said} over {' '.join(space)} ({before})", file=sys.stderr)
-    for note in notes:
-        print(f"{tool}: {mode}: {note}", file=sys.stderr)
-    if again and remaining > 0:
-        print(
-            f"{tool}: {mode}: {len(again)} trial(s) were stopped (interrupted or killed) before "
-            "they finished; they do not count, and their settings run again first",
-            file=sys.stderr,
-        )
-
-
-def _run_trials(
-    job: BudgetJob,
-    config: Path,
-    params: Sequence[Any],
-    trials: int,
-    name: str,
-    storage: str,
-    enqueue: List[Dict[str, Any]],
-    stop: Optional[Callable[[Any], bool]],
-) -> None:
-    """`trials` more trials of the study `name` (`run_search`), the enqueued settings first,
-    with the budget's sampler and pruner."""
-    # AllenNLP's training logs every parameter to the terminal; each trial keeps them in its
-    # out.log, and the terminal keeps the lines of the comparison.
-    with open(os.devnull, "w", encoding="utf-8") as quiet:
-        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-            run_search(
-                config,
-                params,
-                trials,
-                name,
-                job.search_dir,
-                storage=storage,
-                pruning=True,
-                ext_vars=job.ext_vars,
-                seed=SEARCH_SEED,
-                overrides=job.overrides,
-                keep_checkpoints=job.keep_checkpoints,
-                sampler=trial_seeded_sampler(SAMPLER_SEED),
-                pruner=budget_pruner(job.pruner),
-                enqueue=enqueue,
-                stop=stop,
-            )
 
 
 def mode_result(

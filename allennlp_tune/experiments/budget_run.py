@@ -13,13 +13,13 @@ from allennlp_tune.experiments.budget import (
     BudgetJob,
     ModeSearch,
     _print_bests,
-    _search_mode,
     base_mode,
     budget_record,
     check_budget_options,
 )
 from allennlp_tune.experiments.budget_compute import COMPUTE, check_budget_unit, compute_budget
 from allennlp_tune.experiments.budget_plan import most_epochs
+from allennlp_tune.experiments.budget_search import _search_mode
 from allennlp_tune.experiments.lock import ResultsDirLock
 from allennlp_tune.experiments.provisional import print_provisional
 from allennlp_tune.experiments.search import budget_storage_url

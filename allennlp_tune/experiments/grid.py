@@ -161,36 +161,31 @@ class GridResult:
 
 
 def _before_training(
+    grid: "_Grid",
     configs: Sequence[Path],
     seeds: Sequence[int],
-    results_dir: Path,
-    ext_vars: Optional[Dict[str, str]],
-    overrides: Optional[str],
-    shared_cache: Optional[Path],
     retrain_changed: bool,
     plan: bool,
     plan_only: bool,
-    tool: str,
-    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
     calibrate: bool = True,
     plan_seeds: Optional[Sequence[int]] = None,
-) -> Tuple[Set[Path], Dict[str, Any], Dict[Path, str]]:
+) -> None:
     """
-    The checks before anything is written (each config with `ext_vars` and its own
-    `config_ext_vars`). Returns the complete runs that no longer match the
-    command (`changed.find_changed_runs`), to be moved aside and trained again; raises a
-    `ConfigurationError` naming them unless `retrain_changed`, and says how many complete runs
-    could not be checked for want of a fingerprint. Then, with `plan` or `plan_only`, the
-    planner's table (`_plan_before_training`, of `plan_seeds` when given), whose plans (by
-    config stem) are returned too, and the damaged runs with what failed
-    (`find_damaged_runs`), which the plan counts as runs to do.
+    The checks before anything is written (each config with the grid's ext vars and its own
+    `config_ext_vars`). Finds the complete runs that no longer match the command
+    (`changed.find_changed_runs`), to be moved aside and trained again (`grid.retrain`);
+    raises a `ConfigurationError` naming them unless `retrain_changed`, and says how many
+    complete runs could not be checked for want of a fingerprint. Then, with `plan` or
+    `plan_only`, the planner's table (`_plan_before_training`, of `plan_seeds` when given),
+    whose plans (by config stem) go to `grid.plans`, and the damaged runs with what failed
+    (`find_damaged_runs`, `grid.damaged`), which the plan counts as runs to do.
     """
+    results_dir, ext_vars, overrides = grid.results_dir, grid.ext_vars, grid.overrides
     damaged = find_damaged_runs(configs, seeds, results_dir)
     changed, unverified = [], []
     for config in configs:
-        own = _ext_vars_of(config, ext_vars, config_ext_vars)
         found, unchecked = find_changed_runs(
-            [config], seeds, results_dir, own, overrides, shared_cache
+            [config], seeds, results_dir, grid.ext_vars_of(config), overrides, grid.shared_cache
         )
         changed.extend(run for run in found if run.run_dir not in damaged)
         unverified.extend(unchecked)
@@ -198,27 +193,26 @@ def _before_training(
         raise ConfigurationError(changed_runs_message(changed, results_dir))
     if unverified:
         print(
-            f"{tool}: {len(unverified)} complete run(s) predate run fingerprints: their config "
-            "matches this command, their data and encoder files could not be checked.",
+            f"{grid.tool}: {len(unverified)} complete run(s) predate run fingerprints: their "
+            "config matches this command, their data and encoder files could not be checked.",
             file=sys.stderr,
         )
-    retrain = {run.run_dir for run in changed}
-    plans: Dict[str, Any] = {}
+    grid.retrain = {run.run_dir for run in changed}
+    grid.damaged = damaged
     if plan or plan_only:
-        plans = _plan_before_training(
+        grid.plans = _plan_before_training(
             configs,
             plan_seeds or seeds,
             results_dir,
             ext_vars,
             overrides,
-            shared_cache,
+            grid.shared_cache,
             plan_only,
-            tool,
-            retrain | set(damaged),
-            config_ext_vars,
+            grid.tool,
+            grid.retrain | set(damaged),
+            grid.config_ext_vars,
             calibrate,
         )
-    return retrain, plans, damaged
 
 
 def find_damaged_runs(
@@ -346,7 +340,8 @@ class _Grid:
     progress: bool
     tool: str
     shared_cache: Optional[Path]
-    retrain: Set[Path]
+    # Complete runs that no longer match the command, moved aside and trained again.
+    retrain: Set[Path] = field(default_factory=set)
     result: GridResult = field(default_factory=GridResult)
     # The worker's name (`workers.worker_name`) when the grid is shared, for `tune_run.json`.
     worker: Optional[str] = None
@@ -563,36 +558,21 @@ def run_grid(
     plan_seeds: Optional[Sequence[int]] = None,
 ) -> GridResult:
     """
-    Trains every config with every seed into `results_dir` (see the module docstring for the
-    layout and for what is skipped, moved aside and rerun). `KeyboardInterrupt` propagates after
-    the run in progress is stopped; that run is the only one lost. `tool` names the command
-    that runs the grid in its progress bar, its messages and each run's `tune_run.json`.
-    After a run succeeds, before it is tidied, `archive_bytes` goes into its `cost.json` and
-    `predict` (`None`: no predictions) writes its `dev_predictions.jsonl`; a prediction that
-    fails is noted in `tune_run.json` (`predictions_error`) and the run still counts as done.
-
-    `plan` (default): before anything is written, the planner (`allennlp_tune.planning.plan`)
-    prints its estimate for every config with a run to do (stderr) and refuses the grid with a
-    `ConfigurationError` naming the setting to change when a cell's feature cache would not fit
-    its budget. `plan_only`: print the plan (stdout), refuse the same way, train nothing and
-    return an empty result. `calibrate` (default, unless `TUNE_PLAN_CALIBRATE=0`): the plan's
-    time per epoch is measured on this machine (`allennlp_tune.planning.calibrate`). With a
-    plan, each finished run says how long it took against it (stderr). `plan_seeds`: the seeds
-    the plan counts, when they are more than this grid's (`--sequential`'s rounds: every seed
-    up to the last look, so its total is the whole comparison's at most).
-
-    Before either, every complete run is checked against what the command would train now
-    (`changed.find_changed_runs`): one that differs raises a `ConfigurationError` naming what
-    changed, unless `retrain_changed`, which moves it aside and trains it again (module
-    docstring).
+    Trains every config with every seed into `results_dir`: the module docstring says what is
+    planned first (`plan`, `plan_only`: print the plan and return an empty result,
+    `calibrate`), what is skipped, moved aside and rerun (`keep_failed`, `retrain_changed`),
+    and what a finished run leaves (`predict`: its dev predictions, None for none;
+    `keep_checkpoints`). `KeyboardInterrupt` propagates after the run in progress is stopped,
+    the only one lost. `tool` names the command in the progress bar, the messages and each
+    run's `tune_run.json`. `plan_seeds`: the seeds the plan counts when they are more than this
+    grid's (`--sequential`'s rounds: every seed up to the last look).
 
     `coordinator` (`workers.Coordinator`): this process is one worker of a grid shared through
     that Optuna storage; it trains the runs no other worker holds and returns once every run of
     the grid is done (`workers`). Without it, a folder that workers share is refused.
-
     `config_ext_vars` (config -> ext vars): a config's runs get these over `ext_vars`
-    (`tune-compare --budget`: each mode's best setting, so that workers share the seeds of
-    every mode as one grid); they are part of the workers' grid identity.
+    (`tune-compare --budget`: each mode's best setting); they are part of the workers' grid
+    identity.
     """
     results_dir = Path(results_dir)
     jobs = [(config, seed) for seed in seeds for config in configs]
@@ -605,40 +585,14 @@ def run_grid(
     # --- end workers
     check_results_dir(results_dir)
     shared_cache = _shared_cache(results_dir, ext_vars)
-    retrain, plans, damaged = _before_training(
-        configs,
-        seeds,
-        results_dir,
-        ext_vars,
-        overrides,
-        shared_cache,
-        retrain_changed,
-        plan,
-        plan_only,
-        tool,
-        config_ext_vars,
-        calibrate,
-        plan_seeds,
-    )
+    grid = _Grid(
+        results_dir, ext_vars, overrides, keep_failed, keep_checkpoints, runner, predict,
+        progress, tool, shared_cache, config_ext_vars=config_ext_vars,
+    )  # fmt: skip
+    _before_training(grid, configs, seeds, retrain_changed, plan, plan_only, calibrate, plan_seeds)
     if plan_only:
         return GridResult()
     results_dir.mkdir(parents=True, exist_ok=True)
-    grid = _Grid(
-        results_dir,
-        ext_vars,
-        overrides,
-        keep_failed,
-        keep_checkpoints,
-        runner,
-        predict,
-        progress,
-        tool,
-        shared_cache,
-        retrain,
-        config_ext_vars=config_ext_vars,
-        plans=plans,
-        damaged=damaged,
-    )
     if coordinator is not None:  # --- workers
         return _run_as_worker(grid, jobs, coordinator, retrain_changed)
     return _run_in_one_process(grid, jobs, results_dir, shared_cache, keep_checkpoints)
