@@ -209,15 +209,13 @@ def add_worker_arguments(subparser: argparse.ArgumentParser) -> None:
 def coordinator_option(args: argparse.Namespace):
     """The `workers.Coordinator` of --coordinator (`None` without it); raises a
     `ConfigurationError` for --heartbeat or --grace without --coordinator."""
-    from allennlp_tune.experiments.workers import DEFAULT_HEARTBEAT_S, Coordinator
+    from allennlp_tune.experiments.workers import coordinator_of
 
-    url = getattr(args, "coordinator", None)
-    heartbeat, grace = getattr(args, "heartbeat", None), getattr(args, "grace", None)
-    if url is None:
-        if heartbeat is not None or grace is not None:
-            raise ConfigurationError("--heartbeat and --grace need --coordinator.")
-        return None
-    return Coordinator(url, heartbeat or DEFAULT_HEARTBEAT_S, grace)
+    return coordinator_of(
+        getattr(args, "coordinator", None),
+        getattr(args, "heartbeat", None),
+        getattr(args, "grace", None),
+    )
 
 
 def grid_options(args: argparse.Namespace, ext_vars: Dict[str, str]) -> Dict[str, Any]:

@@ -9,7 +9,6 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.commands.results_options import (
     add_output_arguments,
     add_run_arguments,
-    checked_ext_vars,
     fail,
     positive_float,
     positive_int,
@@ -162,16 +161,14 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
 
 
 def compare_main(args: argparse.Namespace) -> None:
-    """Builds the `Comparison` the command line gives (checked once: an option that cannot
-    work ends the command before anything is written), then trains and reports it."""
-    from allennlp_tune.experiments.compare import EXPERIMENT, task_source
+    """Builds the `Comparison` the command line gives (checked once, --ext-var against the
+    configs first: an option that cannot work ends the command before anything is written),
+    then trains and reports it."""
     from allennlp_tune.experiments.comparison import Comparison
+    from allennlp_tune.experiments.configs import parse_ext_vars
 
-    ext_vars = checked_ext_vars(
-        "tune-compare", args, lambda: [EXPERIMENT, task_source(args.task)[0]]
-    )
     try:
-        comparison = Comparison.from_args(args, ext_vars)
+        comparison = Comparison.from_args(args, parse_ext_vars(args.ext_var))
     except ConfigurationError as error:
         fail("tune-compare", error)
     train_and_report("tune-compare", comparison.train, args)

@@ -93,8 +93,8 @@ class Comparison:
     pruner: str = "median"
     spaces: Union[Mapping[str, str], Sequence[str], None] = None
     coordinator: Optional[str] = None
-    heartbeat: Optional[float] = None
-    grace: Optional[float] = None
+    heartbeat: Optional[int] = None
+    grace: Optional[int] = None
     keep_failed: bool = False
     keep_checkpoints: bool = False
     progress: bool = True
@@ -111,6 +111,7 @@ class Comparison:
         settle("modes", tuple(self.modes))
         settle("results_dir", Path(self.results_dir))
         settle("ext_vars", dict(self.ext_vars))
+        self._check_ext_vars()
         plan, seeds = self._checked_looks()
         settle("_plan", plan)
         settle("seeds", tuple(seeds))
@@ -125,9 +126,10 @@ class Comparison:
                 "--seeds instead of --sequential to share the runs, or run --sequential in one "
                 "process."
             )
-        self._check_ext_vars()
         settle("_spaces", self._checked_spaces())
-        settle("_workers", self._checked_coordinator())
+        from allennlp_tune.experiments.workers import coordinator_of
+
+        settle("_workers", coordinator_of(self.coordinator, self.heartbeat, self.grace))
 
     # ---- the checks ------------------------------------------------------------------------
 
@@ -172,16 +174,6 @@ class Comparison:
         if isinstance(texts, Mapping):
             texts = [f"{mode}={space}" for mode, space in texts.items()]
         return parse_spaces(list(texts), self.modes)
-
-    def _checked_coordinator(self):
-        """The `workers.Coordinator` of `coordinator` (None without it)."""
-        from allennlp_tune.experiments.workers import DEFAULT_HEARTBEAT_S, Coordinator
-
-        if self.coordinator is None:
-            if self.heartbeat is not None or self.grace is not None:
-                raise ConfigurationError("--heartbeat and --grace need --coordinator.")
-            return None
-        return Coordinator(self.coordinator, self.heartbeat or DEFAULT_HEARTBEAT_S, self.grace)
 
     # ---- running it ------------------------------------------------------------------------
 

@@ -187,6 +187,18 @@ class Coordinator:
         raise AssertionError("unreachable")
 
 
+def coordinator_of(
+    url: Optional[str], heartbeat: Optional[int], grace: Optional[int]
+) -> Optional[Coordinator]:
+    """The `Coordinator` of --coordinator, --heartbeat and --grace (`None` without a URL);
+    raises a `ConfigurationError` for --heartbeat or --grace without --coordinator."""
+    if url is None:
+        if heartbeat is not None or grace is not None:
+            raise ConfigurationError("--heartbeat and --grace need --coordinator.")
+        return None
+    return Coordinator(url, heartbeat or DEFAULT_HEARTBEAT_S, grace)
+
+
 @contextlib.contextmanager
 def _optuna_quiet() -> Iterator[None]:
     """Without Optuna's warnings that the heartbeat API is experimental and meant for
