@@ -14,8 +14,8 @@ from allennlp_tune.commands.results_options import (
     positive_int,
     train_and_report,
 )
-from allennlp_tune.experiments.compare import DEFAULT_MODES, MODES_EXPECTED
-from allennlp_tune.modes import is_run_mode
+from allennlp_tune.experiments.compare import MODES_EXPECTED
+from allennlp_tune.modes import DEFAULT_MODES, is_run_mode
 
 MODES_HELP = (
     "fe (feature extraction), ft (fine-tuning), sf (stack-then-finetune), bitfit (only the "

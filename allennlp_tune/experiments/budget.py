@@ -5,9 +5,10 @@ encoder, not a searched recipe against a default one.
 
 Per mode (`budget_run.run_budget`):
 
-1. its space (`SPACES`, data: fe searches the rate, dropout and patience of its early stopping;
-   ft, sf, bitfit and lora the rate and epochs, each over the range its recipe lives in; the
-   block modes topK / bottomK use ft's; ELMo's fine-tuning rates are higher, `ELMO_SPACES`),
+1. its space (its `Mode`'s, `allennlp_tune.modes.MODES`, collected here as `SPACES`: fe
+   searches the rate, dropout and patience of its early stopping; ft, sf, bitfit and lora the
+   rate and epochs, each over the range its recipe lives in; the block modes topK / bottomK use
+   ft's; ELMo's fine-tuning rates are higher, `ELMO_SPACES`),
    replaced per mode by `--space MODE="NAME=low:high[:log] ..."`;
 2. its start: the config's own recipe for those variables (what tune-compare trains without
    `--budget`, read off the rendered config, `default_setting`), enqueued first so the search
@@ -56,32 +57,20 @@ from allennlp_tune.experiments.search import (
     interrupted,
 )
 from allennlp_tune.host_access import storage_trial_id
-from allennlp_tune.modes import block_groups
+from allennlp_tune.modes import MODES, mode_record
 from allennlp_tune.rundir import RUN_INFO_NAME, SEED_EXT_VAR, load_run
 from allennlp_tune.rundir.names import BUDGET_SEARCH_DIR
 from allennlp_tune.rundir.tidy import tidy_run_dir
 
-# The search spaces per mode, as tune-search's `--param` takes them.
-SPACES: Dict[str, Tuple[str, ...]] = {
-    # The frozen encoder's network: rate (the recipe's 1e-3), dropout (0.5 in ESIM, 0.1 in the
-    # pooled heads), and the patience of its early stopping (3 of at most 10 epochs).
-    "fe": ("TUNE_LR=1e-4:1e-2:log", "TUNE_DROPOUT=0.0:0.5", "TUNE_PATIENCE=1:5"),
-    # BERT's 2e-5 x 3 up to MiniLM's 1e-4 x 5 and beyond.
-    "ft": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=2:6"),
-    # Both phases: 2 frozen epochs + 2..6 fine-tuning ones.
-    "sf": ("TUNE_LR=1e-5:2e-4:log", "TUNE_EPOCHS=4:8"),
-    # Few parameters train, at higher rates (the recipes' 3e-3 and 1.5e-3).
-    "bitfit": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=2:6"),
-    "lora": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=2:6"),
-}
+# The search spaces per mode, as tune-search's `--param` takes them (the mode table's, `MODES`).
+SPACES: Dict[str, Tuple[str, ...]] = {name: mode.space for name, mode in MODES.items()}
 # The frozen network is part of fe's search where a light head applies (a transformer encoder,
 # a task that is not tagging: `searched_spaces`): the task kind's paper network or a light head
 # on the pooled layers (TUNE_FE_HEAD, configs/experiment.libsonnet).
 FE_HEAD_SPACE = "TUNE_FE_HEAD=paper,linear,mlp"
-# ELMo's fine-tuning cells train at 5e-4 (discriminative rates, 0.4x per group below the top).
+# Where ELMo's differ: its fine-tuning cells train at higher rates.
 ELMO_SPACES: Dict[str, Tuple[str, ...]] = {
-    "ft": ("TUNE_LR=1e-4:2e-3:log", "TUNE_EPOCHS=2:6"),
-    "sf": ("TUNE_LR=1e-4:2e-3:log", "TUNE_EPOCHS=4:8"),
+    name: mode.elmo_space for name, mode in MODES.items() if mode.elmo_space is not None
 }
 # The trials' seed: not among the reported seeds (1, 2, ...), so no reported run is the very
 # trial that won the search (the hyperparameters are still chosen on the dev set the seeds are
@@ -184,9 +173,10 @@ class ModeSearch:
     start_passes: Optional[Tuple[float, float]] = None
 
 
-def base_mode(mode: str) -> str:
-    """The mode whose space a mode uses: ft for the block modes topK / bottomK."""
-    return "ft" if block_groups(mode) is not None else mode
+def encoder_trains(mode: str) -> bool:
+    """Whether a mode's encoder trains (every mode but fe; a block mode's does)."""
+    record = mode_record(mode)
+    return record is None or record.encoder_trains
 
 
 def parse_spaces(texts: Sequence[str], modes: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
@@ -218,11 +208,12 @@ def parse_spaces(texts: Sequence[str], modes: Sequence[str]) -> Dict[str, Tuple[
 def space_texts(
     mode: str, family: str, spaces: Optional[Dict[str, Tuple[str, ...]]] = None
 ) -> Tuple[str, ...]:
-    """A mode's space as `--param` texts: `--space`'s, else `SPACES` (`ELMO_SPACES` for ELMo)."""
+    """A mode's space as `--param` texts: `--space`'s, else its `Mode`'s (`space_for(family)`;
+    a block mode searches ft's)."""
     given = (spaces or {}).get(mode)
     if given is None:
-        base = base_mode(mode)
-        given = (ELMO_SPACES if family == "elmo" else {}).get(base) or SPACES.get(base)
+        record = mode_record(mode)
+        given = record.space_for(family) if record is not None else None
     if given is None:
         raise ConfigurationError(
             f"--budget: no search space for mode {mode}; give one with --space."

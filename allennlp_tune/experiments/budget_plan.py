@@ -25,7 +25,7 @@ from allennlp_tune.experiments.budget import (
     SEARCH_SEED,
     _finished,
     _load_study,
-    base_mode,
+    encoder_trains,
     mode_space,
 )
 from allennlp_tune.experiments.grid import _shared_cache, pending_seeds
@@ -87,7 +87,7 @@ def mode_trials(
 
     if unit != "compute":
         return {mode: budget for mode in epochs}
-    trained = {mode: max(1, e or 1) for mode, e in epochs.items() if base_mode(mode) != "fe"}
+    trained = {mode: max(1, e or 1) for mode, e in epochs.items() if encoder_trains(mode)}
     most = max(trained.values(), default=1)
     cap = COMPUTE_TRIAL_CAP * budget
     return {
@@ -133,7 +133,7 @@ def _cell_note(
             f"; --budget-unit compute: planned at {compute_trials} trials "
             + (
                 "(its cap: a frozen trial after the first reads the cache)"
-                if base_mode(mode) == "fe"
+                if not encoder_trains(mode)
                 else "(what its compute buys at its most epochs; more if some are pruned, "
                 "up to the cap)"
             )

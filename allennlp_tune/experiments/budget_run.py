@@ -13,9 +13,9 @@ from allennlp_tune.experiments.budget import (
     BudgetJob,
     ModeSearch,
     _print_bests,
-    base_mode,
     budget_record,
     check_budget_options,
+    encoder_trains,
 )
 from allennlp_tune.experiments.budget_compute import COMPUTE, check_budget_unit, compute_budget
 from allennlp_tune.experiments.budget_plan import most_epochs
@@ -68,7 +68,7 @@ def run_budget(
         compute = None
         if unit == COMPUTE:
             epochs = {mode: most_epochs(mode, family, spaces) for mode in configs}
-            frozen = [mode for mode in configs if base_mode(mode) == "fe"]
+            frozen = [mode for mode in configs if not encoder_trains(mode)]
             variables = {**ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
             compute = compute_budget(configs, budget, epochs, frozen, variables, overrides)
         searches = _search_in_one_process(job, compute)

@@ -2,11 +2,11 @@
 tune-compare: freeze or fine-tune one encoder on one task, a shipped one or your own, in one
 command.
 
-The modes (`COMPARE_MODES`) are the grid's `fe`, `ft` and `sf` (the default, `DEFAULT_MODES`),
-the parameter-efficient `bitfit` (only the encoder's bias terms train) and `lora` (low-rank
-adapters train; BERT-family encoders only, so `lora` with `--encoder elmo` is refused), and the
-block modes `topK` / `bottomK` (only the K highest / lowest layer groups fine-tune,
-`allennlp_tune.modes.block_groups`).
+The modes (`COMPARE_MODES`, each a `Mode` of `allennlp_tune.modes.MODES`) are the grid's `fe`,
+`ft` and `sf` (the default, `DEFAULT_MODES`), the parameter-efficient `bitfit` (only the
+encoder's bias terms train) and `lora` (low-rank adapters train; BERT-family encoders only, so
+`lora` with `--encoder elmo` is refused), and the block modes `topK` / `bottomK` (only the K
+highest / lowest layer groups fine-tune, `allennlp_tune.modes.block_groups`).
 
 `run_compare(task, encoder, modes, seeds, results_dir, ...)`:
 
@@ -63,7 +63,7 @@ from allennlp_tune.experiments.task_checks import (
     check_num_labels,
     check_reader,
 )
-from allennlp_tune.modes import is_run_mode, ordered_run_modes
+from allennlp_tune.modes import MODES, is_run_mode, ordered_run_modes
 from allennlp_tune.quiet import QUIET_READER_LOGGERS, quiet_loggers
 from allennlp_tune.rundir import RUN_MODES, RunName, parse_run_name
 
@@ -96,16 +96,15 @@ READER_FIELDS = ("reader", "validation_reader")
 TASK_NAME = re.compile(r"^[a-z0-9_]+$")
 ENCODER_LABEL = re.compile(r"^[a-z0-9]+$")
 ELMO = "elmo"
-# What `--modes` accepts (every mode a run name reads back, in the report's order), and its
-# default (the paper's three).
+# What `--modes` accepts (every mode a run name reads back, in the report's order); its default
+# (the paper's three) is the mode table's, `DEFAULT_MODES`.
 COMPARE_MODES = RUN_MODES
 MODES_EXPECTED = (
     f"{', '.join(COMPARE_MODES)}, or a block topK / bottomK (K = 1 to 99 layer groups "
     "fine-tuned, the rest frozen)"
 )
-DEFAULT_MODES = ("fe", "ft", "sf")
 # Modes of `cell()` that adapt transformer layers, which ELMo has none of.
-TRANSFORMER_ONLY_MODES = ("lora",)
+TRANSFORMER_ONLY_MODES = tuple(name for name, mode in MODES.items() if mode.transformer_only)
 BERT_MODEL_EXT_VAR = "TUNE_BERT_MODEL"
 CUDA_DEVICE_EXT_VAR = "TUNE_CUDA_DEVICE"
 POOLING_EXT_VAR = "TUNE_POOLING"

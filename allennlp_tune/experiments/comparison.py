@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple,
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.experiments.compare import DEFAULT_MODES
+from allennlp_tune.modes import DEFAULT_MODES
 
 if TYPE_CHECKING:  # pragma: no cover
     from allennlp_tune.experiments.grid import GridResult

@@ -12,6 +12,7 @@ from allennlp_tune.export.archive import LoadedRun
 from allennlp_tune.export.encoder import EncoderExport
 from allennlp_tune.export.head import HEAD_INFO_NAME, HEAD_WEIGHTS_NAME, SCALAR_MIX_NAME
 from allennlp_tune.export.lora import AdapterExport
+from allennlp_tune.modes import MODES
 from allennlp_tune.rundir import METRICS_NAME, OK
 
 CARD_NAME = "README.md"
@@ -19,17 +20,7 @@ ENCODER_DIR = "encoder"
 ADAPTER_DIR = "adapter"
 
 MODE_MEANINGS = {
-    "fe": "feature extraction: the encoder stayed frozen; the scalar mix and the head trained",
-    "ft": "fine-tuning: every encoder weight trained with the head",
-    "sf": (
-        "stack-then-finetune: the head trained on the frozen encoder first, then the encoder "
-        "was fine-tuned with it"
-    ),
-    "bitfit": "BitFit: only the encoder's biases trained (with the head)",
-    "lora": (
-        "LoRA: low-rank adapters on the encoder's linear layers trained (with the head); the "
-        "encoder's own weights are the pretrained ones"
-    ),
+    **{name: mode.meaning for name, mode in MODES.items()},
     "gradual unfreezing": "gradual unfreezing: the encoder's layers were unfrozen top down",
 }
 

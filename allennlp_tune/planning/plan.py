@@ -52,7 +52,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from allennlp.common.checks import ConfigurationError
 
-from allennlp_tune.modes import FEATURE_EXTRACTION, block_groups
+from allennlp_tune.modes import FEATURE_EXTRACTION, block_groups, mode_record
 from allennlp_tune.planning.cost_model import COST_MODEL, ModeCost
 from allennlp_tune.planning.data_count import DataCount, cached_count, validation_count
 from allennlp_tune.planning.encoder_size import (
@@ -383,8 +383,11 @@ def _estimate_cost(
     fraction = None
     if plan.mode is not None and plan.encoder is not None and plan.encoder.family == "transformer":
         fraction = block_work_fraction(plan.mode, plan.encoder.num_layers)
-    # A block mode without an entry of its own is priced from ft's, scaled by its share.
-    modes = (plan.mode, "ft") if fraction is not None else (plan.mode,)
+    # A block mode without an entry of its own is priced from ft's (its `Mode`'s `cost_key`),
+    # scaled by its share.
+    record = mode_record(plan.mode) if plan.mode else None
+    fallback = record.cost_key if record is not None and fraction is not None else None
+    modes = (plan.mode, fallback) if fallback else (plan.mode,)
     keys = [key for mode in modes for key in (f"{mode}/{plan.head}", mode)] if plan.mode else []
     plan.cost_key = next((key for key in keys if key in cost_model), None)
     mode_cost = cost_model[plan.cost_key] if plan.cost_key else None

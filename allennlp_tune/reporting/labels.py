@@ -11,7 +11,7 @@ The names of a run directory's files and of the seed's ext var are the run-folde
 
 from typing import Dict, Optional
 
-from allennlp_tune.modes import block_groups
+from allennlp_tune.modes import MODES, mode_record
 
 # Table 2 of the paper (Peters, Ruder & Smith 2019, "To Tune or Not to Tune?"): GLUE, SICK and
 # CoNLL scores per encoder, feature extraction (fe) and fine-tuning (ft).
@@ -61,13 +61,7 @@ TASK_TITLES = {
 # The title of every view of the report (the Markdown, the page).
 REPORT_TITLE = "Feature extraction vs fine-tuning"
 ENCODER_TITLES = {"elmo": "ELMo", "bert": "BERT"}
-MODE_TITLES = {
-    "fe": "feature extraction",
-    "ft": "fine-tuning",
-    "sf": "stack-then-finetune",
-    "bitfit": "bias-only fine-tuning",
-    "lora": "low-rank adapters",
-}
+MODE_TITLES = {name: mode.title for name, mode in MODES.items()}
 
 # The paired comparisons: every mode against the reference fe, the other modes against ft, and
 # the two parameter-efficient arms against each other (lora − bitfit).
@@ -89,13 +83,7 @@ RELATED_OVERLAP_MARK = "(†)"
 # marked with one of these modes (a verdict or the old rule) gets its colour.
 MARK_COLOURS = {"ft": "#f7c6a3", "fe": "#b8d8f0"}
 # Each mode's colour in the figures; a tie is grey, anything else dark grey.
-MODE_COLOURS = {
-    "fe": "#1f77b4",
-    "ft": "#d62728",
-    "sf": "#ff7f0e",
-    "bitfit": "#2ca02c",
-    "lora": "#9467bd",
-}
+MODE_COLOURS = {name: mode.colour for name, mode in MODES.items()}
 TIE_COLOUR = "#777777"
 OTHER_COLOUR = "#555555"
 
@@ -117,18 +105,14 @@ def encoder_title(encoder: str) -> str:
 
 def mode_title(mode: str) -> str:
     """`fine-tuning` for `ft`; `top 2 layer groups fine-tuned` for the block mode `top2`."""
-    if mode in MODE_TITLES:
-        return MODE_TITLES[mode]
-    groups = block_groups(mode)
-    if groups is None:
-        return mode
-    side, count = groups.split(":")
-    return f"{side} {count} layer group{'s' if count != '1' else ''} fine-tuned"
+    record = mode_record(mode)
+    return record.title if record is not None else mode
 
 
 def mode_colour(mode: str) -> str:
     """A mode's colour in the figures; a mode without one is dark grey."""
-    return MODE_COLOURS.get(mode, OTHER_COLOUR)
+    record = mode_record(mode)
+    return record.colour if record is not None else OTHER_COLOUR
 
 
 def cell_mark(verdict: Optional[str]) -> Optional[str]:
