@@ -1,11 +1,12 @@
 """
-The README-commands runner: every shell block of README.md and of the pages in docs/ is run
-here exactly as written, fixture-sized, or says why not (docs/DEVELOPMENT.md, "The
+The README-commands runner: every shell block (and Python block) of README.md and of the pages
+in docs/ is run here exactly as written, fixture-sized, or says why not (docs/DEVELOPMENT.md, "The
 README-commands runner", has the convention).
 
-A block runs with `bash -e` in a temporary folder, with an empty `HOME`, this interpreter's
-`bin/` first on `PATH` (what `. .venv/bin/activate` does), `TUNE_EPOCHS=1` (AllenNLP reads ext
-vars from the environment: the commands train as written, one epoch each) and a temporary
+A block runs with `bash -e` (a Python block, with this interpreter) in a temporary folder,
+with an empty `HOME`, this interpreter's `bin/` first on `PATH` (what `. .venv/bin/activate`
+does), `TUNE_EPOCHS=1` (AllenNLP reads ext vars from the environment: the commands train as
+written, one epoch each) and a temporary
 `HF_HOME` whose cache holds a fixture-sized model under the hub name the README uses,
 `sentence-transformers/all-MiniLM-L6-v2` (`HF_HUB_OFFLINE=1`, as tests/conftest.py sets it).
 The HTML comment on the line before a block, `<!-- run: KIND ARGUMENT -->`, says how:
@@ -42,6 +43,9 @@ NOT_INSTRUCTIONS = {
     "docs/RESULTS.md": "a record of real-data runs (each block is what was run for a table there)",
 }
 SHELL = ("bash", "sh", "shell", "console")
+# A Python block runs as a shell block does, with this interpreter (the README's `Comparison`).
+PYTHON = ("python",)
+RUNNABLE = SHELL + PYTHON
 KINDS = ("setup", "file", "ci", "skip")
 MARKER = re.compile(r"^<!-- run: (\w+)(?: (.*?))? -->$")
 FENCE = re.compile(r"^```(\S*)\s*$")
@@ -88,10 +92,10 @@ def read_blocks(page: str) -> List[Block]:
 
 
 def shell_blocks(page: str) -> List[Block]:
-    """The page's shell blocks, each with the `file` blocks before it attached."""
+    """The page's shell and Python blocks, each with the `file` blocks before it attached."""
     found, pending = [], []
     for block in read_blocks(page):
-        if block.lang in SHELL:
+        if block.lang in RUNNABLE:
             block.files, pending = pending, []
             found.append(block)
         elif block.kind == "file":
@@ -144,13 +148,15 @@ def test_every_shell_block_runs_or_says_why():
                 problems.append(f"{block.where}: `run: {block.kind}` needs a reason")
             elif block.kind == "setup" and block.argument not in SETUPS:
                 problems.append(f"{block.where}: no setup {block.argument!r} ({sorted(SETUPS)})")
-            elif block.kind == "file" and (block.lang in SHELL or not block.argument):
+            elif block.kind == "file" and (block.lang in RUNNABLE or not block.argument):
                 problems.append(f"{block.where}: `run: file PATH` marks a non-shell block")
     assert not problems, "\n".join(problems)
     # The README's own-data example, its --budget form (minutes: the fixture path is
-    # tests/results/test_budget.py), its report and export, and the test command are here.
+    # tests/results/test_budget.py), its report and export, its Python form, and the test
+    # command are here.
     readme = [b for b in all_shell_blocks() if b.page == "README.md"]
-    assert [b.kind for b in readme] == ["ci", "setup", "skip", "setup", "ci", "skip"], readme
+    kinds = [b.kind for b in readme]
+    assert kinds == ["ci", "setup", "skip", "setup", "setup", "ci", "skip"], readme
 
 
 @pytest.mark.parametrize("page", sorted(NOT_INSTRUCTIONS))
@@ -248,10 +254,11 @@ def run_block(block: Block, folder: Path, env: Dict[str, str]) -> Ran:
     for path, text in block.files:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text, encoding="utf-8")
-    script = folder.parent / f"block_{block.line}.sh"
+    python = block.lang in PYTHON
+    script = folder.parent / f"block_{block.line}.{'py' if python else 'sh'}"
     script.write_text(block.text, encoding="utf-8")
     result = subprocess.run(
-        ["bash", "-e", str(script)],
+        [sys.executable, str(script)] if python else ["bash", "-e", str(script)],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -271,8 +278,9 @@ NOISE = re.compile(r"warning|\bINFO\b|Traceback", re.IGNORECASE)
 
 def check_readme_questions(ran: List[Ran], folder: Path, home: Path) -> None:
     """The own-data example printed the report, with no warning and no INFO line, needing no
-    plugins file; its report and export wrote their files."""
-    compare, follow_up = ran
+    plugins file; its report and export wrote their files; its Python form, on the same
+    folder, trained nothing more and printed the same answer."""
+    compare, follow_up, python = ran
     assert "| questions | accuracy |" in compare.stdout, compare.stdout
     assert "Verdict ft vs fe (95% CI)" in compare.stdout
     noisy = [line for line in compare.stderr.splitlines() if NOISE.search(line)]
@@ -294,6 +302,14 @@ def check_readme_questions(ran: List[Ran], folder: Path, home: Path) -> None:
     assert (folder / "report.html").is_file()
     assert (folder / "exported" / "encoder" / "config.json").is_file()
     assert (folder / "exported" / "README.md").is_file()
+    # (answer_lines gives the report's answer bullets without their "- ")
+    answer = [line for line in compare.stdout.splitlines() if ": use " in line]
+    assert len(answer) == 1 and answer[0][2:] in python.stdout.splitlines(), python.stdout
+    # Each run the command trained printed its time against the plan; `run()` found them done.
+    assert compare.stderr.count(" seed 1 took ") == 2, compare.stderr[-2000:]
+    assert " took " not in python.stderr and "2/2" in python.stderr, python.stderr[-2000:]
+    noisy = [line for line in python.stderr.splitlines() if NOISE.search(line)]
+    assert not noisy, "\n".join(noisy)
 
 
 def check_own_data_pairs(ran: List[Ran], folder: Path, home: Path) -> None:
