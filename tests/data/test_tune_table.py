@@ -115,6 +115,25 @@ def test_pair_regression_with_range_gives_float_labels(tmp_path):
     assert reads_pairs(reader)  # the predictor takes {"premise": ..., "hypothesis": ...}
 
 
+def test_a_pair_kind_builds_the_pair_reader_and_each_class_refuses_the_others_kinds(tmp_path):
+    from allennlp_tune.data.dataset_readers import TuneTablePairReader, TuneTableReader
+
+    # A config names one type for every kind; the pair kinds get the pair class, by name too.
+    assert type(make_reader(**TSV_PAIR_SCORE)) is TuneTablePairReader
+    assert type(make_reader(**CSV_HEADER, labels=["a", "b"])) is TuneTableReader
+    params = Params({"type": "tune_table_pair", **copy.deepcopy(TSV_PAIR_SCORE)})
+    assert type(DatasetReader.from_params(params)) is TuneTablePairReader
+    # From Python, each class reads its own kinds and names the other for the rest.
+    single = {k: v for k, v in TSV_PAIR_SCORE.items() if k not in ("kind", "text_pair")}
+    with pytest.raises(ConfigurationError, match="'pair_regression' is read by TuneTablePair"):
+        TuneTableReader(**TSV_PAIR_SCORE)
+    with pytest.raises(ConfigurationError, match="'regression' is read by TuneTableReader, not"):
+        TuneTablePairReader(kind="regression", **single)
+    pair = TuneTablePairReader(**TSV_PAIR_SCORE)
+    path = write(tmp_path, "sts.tsv", "3.5\tA man plays\tA man is playing\n")
+    assert [set(i.fields) for i in pair.read(path)] == [{"premise", "hypothesis", "label"}]
+
+
 def test_single_regression_csv(tmp_path):
     path = write(tmp_path, "s.csv", "text,score\nnice,4.5\nbad,-1e0\n")
     instances = list(

@@ -9,6 +9,7 @@ from allennlp_tune.data.dataset_readers.sst2 import Sst2Reader
 from allennlp_tune.data.dataset_readers.sts_b import StsBReader
 from allennlp_tune.data.dataset_readers.tune_columns import TuneColumnsReader
 from allennlp_tune.data.dataset_readers.tune_table import TuneTableReader
+from allennlp_tune.data.dataset_readers.tune_table_pair import TuneTablePairReader
 
 __all__ = [
     "ColaReader",
@@ -19,5 +20,6 @@ __all__ = [
     "StsBReader",
     "TuneColumnsReader",
     "TuneConll2003Reader",
+    "TuneTablePairReader",
     "TuneTableReader",
 ]

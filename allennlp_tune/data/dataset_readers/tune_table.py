@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import torch
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
 from allennlp.data.fields import Field, LabelField, TensorField, TextField
@@ -91,6 +92,9 @@ class TuneTableReader(PairTaskReader):
     | `pair_classification` | `text`, `text_pair` | `LabelField` |
     | `regression` | `text` | float `TensorField` |
     | `pair_regression` (STS-B, SICK-R) | `text`, `text_pair` | float `TensorField` |
+
+    The pair kinds are read by `TuneTablePairReader` (`tune_table_pair`), which `tune_table`
+    builds for them; this class reads single sentences.
 
     Instances are those of the task readers: `tokens` and `label` for single sentences (as
     `sst2`), and for pairs `tokens` (`pair_encoding: "joint"`) or `premise` and `hypothesis`
@@ -195,12 +199,18 @@ class TuneTableReader(PairTaskReader):
     (plus `tokenizer`, `token_indexers`, `skip_invalid`: see `TaskReader`)
     """
 
-    def __new__(cls, *args, kind: str = "classification", **kwargs):
-        # Pair kinds get the subclass whose `text_to_instance` takes (premise, hypothesis), which
-        # is how the `tune_text_classifier` predictor tells pair readers from single ones.
+    reads_pairs = False  # TuneTablePairReader: True
+
+    @classmethod
+    def from_params(  # type: ignore[override]
+        cls, params: Params, constructor_to_call=None, constructor_to_inspect=None, **extras
+    ) -> "TuneTableReader":
+        """`"type": "tune_table"` with a pair kind builds a `TuneTablePairReader` (found by its
+        registered name: its module imports this one), so a task file names one type."""
+        kind = params.get("kind")
         if cls is TuneTableReader and isinstance(kind, str) and kind.startswith("pair_"):
-            cls = _TuneTablePairReader
-        return object.__new__(cls)  # no base class defines __new__
+            return DatasetReader.by_name("tune_table_pair").from_params(params, **extras)
+        return super().from_params(params, constructor_to_call, constructor_to_inspect, **extras)
 
     def __init__(
         self,
@@ -224,6 +234,12 @@ class TuneTableReader(PairTaskReader):
             )
         self._pair = kind.startswith("pair_")
         self._regression = kind.endswith("regression")
+        if self._pair != self.reads_pairs:
+            other = "TuneTableReader" if self.reads_pairs else "TuneTablePairReader"
+            raise ConfigurationError(
+                f"dataset_reader.kind {kind!r} is read by {other}, not {type(self).__name__} "
+                '(a config\'s "type": "tune_table" picks the one its kind needs).'
+            )
         if self._pair and text_pair is None:
             raise ConfigurationError(
                 f"dataset_reader.kind {kind!r} reads sentence pairs: set text_pair to the column "
@@ -768,12 +784,3 @@ class TuneTableReader(PairTaskReader):
         elif label is not None:
             fields["label"] = LabelField(label)
         return Instance(fields)
-
-
-class _TuneTablePairReader(TuneTableReader):
-    """`tune_table` with a pair kind (see `TuneTableReader.__new__`)."""
-
-    def text_to_instance(  # type: ignore[override]
-        self, premise: str, hypothesis: str, label: Union[str, float, None] = None
-    ) -> Instance:
-        return self.pair_instance(premise, hypothesis, self._label_value(label))
