@@ -10,7 +10,8 @@ Each point is one `allennlp tune-grid` cell (seed 1) in its own results folder,
 `OUT/n_<N>/<mode>`, so each trains in a fresh child process with its own feature cache: its
 `cost.json` (wall seconds of every epoch, validation on the 872 dev sentences included, which
 is part of the fixed cost; peak RSS; archive size) and `metrics.json` (best dev
-accuracy on the whole dev set) are the measurement. Settings, as section 9 of docs/RESULTS.md:
+accuracy on the whole dev set) are the measurement. Settings, as section 9 of
+docs/results/NOTEBOOK.md:
 ft 1e-4, bitfit 3e-3, lora 5e-4, each for `--epochs` epochs (default 2); fe for 2 epochs (the
 first computes and stores the features, the second reads them: both are shown); sf 3 epochs,
 the first frozen. After a cached run the size of its feature cache is recorded and the cache
@@ -41,7 +42,7 @@ sys.path.insert(0, str(REPO_ROOT))
 MODES = ("fe", "ft", "sf", "bitfit", "lora")
 SIZES = ("1000", "4000", "16000", "full")
 FULL_SST2_TRAIN = 67349
-# Each mode's settings: section 9 of docs/RESULTS.md (ft: section 7's MiniLM recipe).
+# Each mode's settings: section 9 of docs/results/NOTEBOOK.md (ft: section 7's MiniLM recipe).
 SETTINGS: Dict[str, Dict[str, str]] = {
     "fe": {"TUNE_EPOCHS": "2", "TUNE_FEATURE_CACHE": "true"},
     "ft": {"TUNE_LR": "1e-4"},

@@ -11,7 +11,7 @@ user's own table trains exactly as the paper's cell on the same rows):
   `similarity` (the score as a number);
 - `cola_table/{train,dev}.csv`: CoLA's in-domain train and dev sentences as CSV with a header
   (`sentence`, `acceptable`) and the labels a user would write (`yes` / `no`), for the one command
-  on a task no shipped recipe was tuned on (docs/RESULTS.md section 17);
+  on a task no shipped recipe was tuned on (docs/results/NOTEBOOK.md section 17);
 - a `task.json` beside each, with the `tune_table` reader and paths relative to it.
 
 Rows keep the order and the text of the release files, so the instances equal the paper

@@ -2,13 +2,13 @@
 # The frozen arm searched over its light heads (issue #69's scores): per task, `tune-compare
 # --modes fe --budget 8` over TUNE_FE_HEAD=linear,mlp and the rate, dropout and patience, then
 # three seeds of the best setting, on MiniLM, dev only; then a CSV of the seeds' dev scores
-# (bench/README.md, "bench_frozen_heads.py"; docs/RESULTS.md compares them with the paper
+# (bench/README.md, "bench_frozen_heads.py"; docs/results/NOTEBOOK.md section 19 compares them with the paper
 # heads' fe and with scripts/sklearn_probe.py).
 #
 #   scripts/frozen_heads_scores.sh OUT_DIR [TASK ...]     # default: the six tasks
 #
 # CoLA is a user's CSV (scripts/export_user_tasks.py writes it into OUT_DIR/tasks); SST-2 trains
-# on its first 8,000 phrases (TUNE_MAX_INSTANCES), as in docs/RESULTS.md.
+# on its first 8,000 phrases (TUNE_MAX_INSTANCES), as in docs/results/NOTEBOOK.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:?give OUT_DIR}

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The peft stage's recipes (docs/RESULTS.md section 9), in one place: sourced by
+# The peft stage's recipes (docs/results/NOTEBOOK.md section 9), in one place: sourced by
 # scripts/real_results.sh (the runs on this machine) and scripts/device/gpu_check.sh (the same
 # cells on a lent GPU). Source it at the top level of a script: `declare -A` inside a function
 # would make the arrays local to it.

@@ -37,10 +37,11 @@ import pytest
 
 from allennlp_tune.data.paths import FIXTURE_MODELS_DIR, REPO_ROOT
 
-PAGES = ["README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob("docs/*.md"))]
+DOCS = [*REPO_ROOT.glob("docs/*.md"), *REPO_ROOT.glob("docs/results/*.md")]
+PAGES = ["README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in DOCS)]
 # Pages whose blocks are records of what was run, not instructions to run.
 NOT_INSTRUCTIONS = {
-    "docs/RESULTS.md": "a record of real-data runs (each block is what was run for a table there)",
+    "docs/results/NOTEBOOK.md": "a record of real-data runs (each block is what was run there)",
 }
 SHELL = ("bash", "sh", "shell", "console")
 # A Python block runs as a shell block does, with this interpreter (the README's `Comparison`).

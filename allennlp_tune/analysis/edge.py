@@ -99,7 +99,7 @@ formula: that covariance depends on the labels and, at N of about 2 d, is smalle
 noise direction of the sample class means, which inflates the scatter under independent labels
 (by up to 2x at n / d = 2); isotropic Gaussian data hid it (Ledoit-Wolf shrinks it almost fully
 to the identity), real MiniLM features did not (random-label controls of 0.12-0.65 bits; with
-this version they equal the uncorrected ones, docs/RESULTS.md section 11).
+this version they equal the uncorrected ones, docs/results/NOTEBOOK.md section 11).
 
 What the correction assumes, and its limits: the missed separation is a mean shift, and the
 class-conditional scores shift by it without changing shape (MI carried by other than mean

@@ -161,21 +161,21 @@ def _seconds(
 # (a, b, e, k and the first epoch's) were refitted the same way, to one session's SICK-E runs of
 # both encoders (2026-11-30, the idle machine; bench/README.md "The time terms refitted"):
 # `fit_cost_model` over runs/refit/{minilm,mpnet}{,_fe}/sick_e_*/seed_1 (fe 2 epochs, lora and
-# bitfit 1) and MPNet's ft runs of docs/RESULTS.md section 15 (3.5e-5 x 5, seeds 2 and 3).
+# bitfit 1) and MPNet's ft runs of docs/results/NOTEBOOK.md section 15 (3.5e-5 x 5, seeds 2 and 3).
 # The W x L x H^2 term alone, fitted on MiniLM, had put MPNet's epochs at 3-20 times what they
 # took. "sf" and the head entries below keep MiniLM's times alone. The same four entries' memory
 # terms (c, d and the longest batch's s; g as given) were then fitted to both encoders' peaks on
 # SICK-E and MRPC, whose pairs are twice as long (`fit_cost_model(runs, per_instance={mode: g})`
-# over runs/refit/*/{sick_e,mrpc}_*/seed_1 and the full-recipe runs of RESULTS 15, each seed a
-# point; bench/README.md "Peak RAM and sequence length").
+# over runs/refit/*/{sick_e,mrpc}_*/seed_1 and the full-recipe runs of docs/results/NOTEBOOK.md
+# section 15, each seed a point; bench/README.md "Peak RAM and sequence length").
 # - "sf" and "fe/tune_bcn", and the g of "ft", "bitfit" and "lora": the growth bench
 #   (bench/bench_growth.py, bench/README.md): `sst2_bert_<mode>` on the first 1k, 4k, 16k and
 #   all 67,349 SST-2 sentences, each alone on the idle machine, with its own feature cache
 #   (REFIT: `fit_cost_model(sorted(Path("runs/growth").glob("n_*/<mode>/*/seed_1")))`).
 #   The line through fe's cached epochs had a negative intercept, so a = 0 (the mean cost per
 #   unit of work).
-# - "fe/tune_tagger", "ft/tune_tagger": the full CoNLL-2003 runs of docs/RESULTS.md section 12
-#   (one run each: they reproduce those cells, scaled by W x L x H^2).
+# - "fe/tune_tagger", "ft/tune_tagger": the full CoNLL-2003 runs of docs/results/NOTEBOOK.md
+#   section 12 (one run each: they reproduce those cells, scaled by W x L x H^2).
 COST_MODEL: Dict[str, ModeCost] = {
     # (pooled, for heads without an entry: the pair tasks' ESIM) time: sick_e_minilm_fe and
     # sick_e_mpnet_fe, 2 epochs each (later epochs 25.6 and 30.7 s, the first 42.7 and 149.0 s);

@@ -10,11 +10,12 @@ as forward passes (`costs.forward_equivalents`: a fwd+bwd pass is three), per mo
 trials as trained (pruned ones stopped early) against the same trials trained to the end
 (`budget.json`'s `full_passes`), and its seeds as trained against the seed cap (the last look of
 `tune-compare --sequential`, from its `sequential.json`; without it, the seeds trained), each
-seed at the mean of its trained ones. The full protocol is RESULTS section 10's: every trial to
-the end, every seed. With a `sequential.json`, the seeds counted are those of its seed order
-(the last decision run in the folder): a rerun with other seeds (`--seeds 6 7 8 9 10`) reuses the
-searches and is a decision of its own, and the first decision's seed runs beside it are not
-its cost (the answer says how many were left out); the report's scores still pool every seed.
+seed at the mean of its trained ones. The full protocol is docs/results/NOTEBOOK.md section
+10's: every trial to the end, every seed. With a `sequential.json`, the seeds counted are those
+of its seed order (the last decision run in the folder): a rerun with other seeds (`--seeds 6
+7 8 9 10`) reuses the searches and is a decision of its own, and the first decision's seed
+runs beside it are not its cost (the answer says how many were left out); the report's scores
+still pool every seed.
 """
 
 from dataclasses import dataclass

@@ -229,7 +229,8 @@ def head_forward_equivalents(run: Run, wordpieces_per_instance: Optional[float])
     parameter counts about 2 flops per position, as each of the encoder's dense parameters
     (`encoder_dense_params`, else `encoder_params`) does. A flop count: it leaves out what a
     BiLSTM's sequential steps cost beyond their flops (on this CPU a cached BCN epoch took
-    about as long as an ft epoch, docs/RESULTS.md section 14), and AllenNLP's per-batch work.
+    about as long as an ft epoch, docs/results/NOTEBOOK.md section 14), and AllenNLP's per-batch
+    work.
     `None` without those fields, or for a per-instance head without `wordpieces_per_instance`.
     """
     cost = run.cost or {}
