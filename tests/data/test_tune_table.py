@@ -212,6 +212,31 @@ def test_skip_invalid_logs_each_row_and_the_total(tmp_path, caplog):
     assert any("Skipped 3 invalid rows" in r.getMessage() for r in caplog.records)
 
 
+def test_a_skipped_row_is_said_once_per_process_until_the_file_changes(tmp_path, caplog):
+    path = write(tmp_path, "t.csv", "review,sentiment\ngood,pos\n,neg\nnice,neg\n")
+
+    def said() -> list:
+        caplog.clear()
+        reader = make_reader(**CSV_HEADER, labels=["pos", "neg"], skip_invalid=True)
+        with caplog.at_level(logging.WARNING):
+            assert [words(i) for i in reader.read(path)] == [["good"], ["nice"]]
+        return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+    first = said()
+    assert first == [
+        f"Skipping invalid row: {path}, line 3: the text (column 'review') is empty",
+        f"Skipped 1 invalid rows in {path} (skip_invalid: true).",
+    ]
+    assert said() == []  # another reader, the same file: already said
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(",pos\n")
+    assert said() == [
+        f"Skipping invalid row: {path}, line 3: the text (column 'review') is empty",
+        f"Skipping invalid row: {path}, line 5: the text (column 'review') is empty",
+        f"Skipped 2 invalid rows in {path} (skip_invalid: true).",
+    ]
+
+
 # ----------------------------------------------------------------------------------------------
 # Malformed files: the error names the file, the line and what was expected
 # ----------------------------------------------------------------------------------------------

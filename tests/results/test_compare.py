@@ -10,6 +10,7 @@ on 2 cores).
 import csv
 import importlib.util
 import json
+import logging
 import re
 import shutil
 import sys
@@ -330,6 +331,32 @@ def assert_stale_runs_are_refused(monkeypatch, capsys, argv, tmp_path: Path, enc
     refused = refused_runs(capsys.readouterr().err)
     assert all("bert-uncased changed (" in text for text in refused.values())
     assert archive_times(results) == after
+
+
+def test_skipped_rows_are_reported_once_before_training(tmp_path, monkeypatch, caplog):
+    """The command reads the training file several times before it trains (the label set, the
+    plan's count): a row it skips is said once, and the label set's note once."""
+    task = write_reviews(tmp_path / "task")
+    with open(tmp_path / "task" / "train.csv", "a", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["", "pos"], ["", "neg"], ["", "pos"]])  # lines 18-20
+    fields = json.loads(task.read_text())
+    fields["reader"]["skip_invalid"] = True
+    task.write_text(json.dumps(fields), encoding="utf-8")
+    argv = ["tune-compare", str(task), "--encoder", str(BERT), "--modes", "fe", "ft", "--seeds"]
+    argv += ["1", "--results-dir", str(tmp_path / "out"), "--plan-only"]
+    with caplog.at_level(logging.WARNING):
+        assert allennlp(monkeypatch, *argv) == 0
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    train = tmp_path / "task" / "train.csv"
+    assert said == [
+        f"3 invalid rows of {train} left out of the label set (skip_invalid: true); they are "
+        "reported when the file is read as data.",
+        *(
+            f"Skipping invalid row: {train}, line {n}: the text (column 'review') is empty"
+            for n in (18, 19, 20)
+        ),
+        f"Skipped 3 invalid rows in {train} (skip_invalid: true).",
+    ], said
 
 
 def test_a_shipped_task_trains_as_its_cell_file(tmp_path, monkeypatch, capsys):

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, List, Tuple
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.dataset_readers.dataset_reader import PathOrStr
 
-from allennlp_tune.data.dataset_readers.task_reader import InvalidRow
+from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, warn_once
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +92,10 @@ def quoted_records(
         position["nul"] = False
     if spanning:
         first_start, first_end = spanning[0]
-        logger.warning(
-            "%s: %d record(s) span several lines (quoted fields with line breaks), the "
-            "first on lines %d-%d; check the quotes if that is not intended.",
+        warn_once(
+            logger,
             file_path,
-            len(spanning),
-            first_start,
-            first_end,
+            f"{file_path}: {len(spanning)} record(s) span several lines (quoted fields with line "
+            f"breaks), the first on lines {first_start}-{first_end}; check the quotes if that is "
+            "not intended.",
         )

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import unicodedata
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -30,6 +30,29 @@ from allennlp_tune.host_access import is_text_encoding
 logger = logging.getLogger(__name__)
 
 PAIR_ENCODINGS = ("joint", "separate")
+
+# The warnings given of each data file in this process: (logger, message, path, size, mtime).
+_WARNED: Set[Tuple[str, str, str, int, int]] = set()
+
+
+def warn_once(log: logging.Logger, file_path: PathOrStr, message: str) -> None:
+    """
+    `log.warning(message)` about a data file, the first time this process says it of the file as
+    it is now; again, at DEBUG. `tune-compare` builds the readers several times before training
+    (the label set, the count of instances, the calibration), and each read of a file with
+    skipped rows would print the same lines; a file that changed (size or mtime) warns again.
+    """
+    try:
+        stat = os.stat(file_path)
+        key = (log.name, message, str(file_path), stat.st_size, stat.st_mtime_ns)
+    except OSError:  # (not a local file: say it every time)
+        log.warning("%s", message)
+        return
+    if key in _WARNED:
+        log.debug("%s (said before of this file)", message)
+        return
+    _WARNED.add(key)
+    log.warning("%s", message)
 
 
 class InvalidRow(Exception):
@@ -190,7 +213,8 @@ class TaskReader(DatasetReader):
     skip_invalid : `bool`, optional (default = `False`)
         By default a malformed row stops reading with a `ConfigurationError` naming the file and
         line. With `true`, each such row is logged as a warning and skipped, and the total is
-        logged at the end of the file.
+        logged at the end of the file, once per process while the file is unchanged
+        (`warn_once`: `tune-compare` reads it several times before training).
     """
 
     def __init__(
@@ -286,13 +310,15 @@ class TaskReader(DatasetReader):
                         "dataset_reader config to skip such rows with a warning."
                     )
                 skipped += 1
-                logger.warning("Skipping invalid row: %s", message)
+                warn_once(logger, file_path, f"Skipping invalid row: {message}")
                 continue
             valid += 1
             yield line_number, row
         if skipped:
-            logger.warning(
-                "Skipped %d invalid rows in %s (skip_invalid: true).", skipped, file_path
+            warn_once(
+                logger,
+                file_path,
+                f"Skipped {skipped} invalid rows in {file_path} (skip_invalid: true).",
             )
         if not valid:
             found = f"{counts['lines']} {unit}(s)"

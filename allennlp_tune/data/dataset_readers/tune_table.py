@@ -4,7 +4,7 @@ import os
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple, Union
 
 import torch
 from allennlp.common import Params
@@ -22,6 +22,7 @@ from allennlp_tune.data.dataset_readers.task_reader import (
     check_encoding,
     load_json_line,
     parse_number,
+    warn_once,
 )
 
 logger = logging.getLogger(__name__)
@@ -279,8 +280,6 @@ class TuneTableReader(PairTaskReader):
         self._header = header
         self._quoting = quoting
         self._encoding = check_encoding(encoding)
-        # Files whose labels with spaces around them were reported already (once per file).
-        self._spaced_reported: Set[str] = set()
         if format is not None:
             self._check_layout(format, f"dataset_reader.format {format!r}")
 
@@ -385,10 +384,11 @@ class TuneTableReader(PairTaskReader):
         from_extension = EXTENSIONS.get(suffix)
         if self._format is not None:
             if from_extension is not None and from_extension != self._format:
-                logger.warning(
-                    "Reading %s as %s (dataset_reader.format), not as its extension says.",
+                warn_once(
+                    logger,
                     file_path,
-                    self._format,
+                    f"Reading {file_path} as {self._format} (dataset_reader.format), not as its "
+                    "extension says.",
                 )
             return self._format
         if from_extension is None:
@@ -479,11 +479,11 @@ class TuneTableReader(PairTaskReader):
                 if first is None:
                     first = (line_number, label)
         if skipped:
-            logger.warning(
-                "%d invalid rows of %s left out of the label set (skip_invalid: true); they are "
-                "reported when the file is read as data.",
-                skipped,
+            warn_once(
+                logger,
                 file_path,
+                f"{skipped} invalid rows of {file_path} left out of the label set (skip_invalid: "
+                "true); they are reported when the file is read as data.",
             )
         if first is None:
             raise ConfigurationError(
@@ -540,20 +540,16 @@ class TuneTableReader(PairTaskReader):
 
     def _report_spaced_labels(self, file_path: PathOrStr, state: Dict[str, object]) -> None:
         """One warning per file whose labels had spaces around them (read without them)."""
-        count = state["spaced"]
-        if not count or str(file_path) in self._spaced_reported:
+        if not state["spaced"]:
             return
-        self._spaced_reported.add(str(file_path))
         line_number, raw = state["spaced_first"]  # type: ignore[misc]
-        logger.warning(
-            "%s: %d label(s) have spaces before or after them, the first on line %d (%r); they "
-            "are read without the spaces (as %r). Remove the spaces if they are stray; a label "
-            "cannot keep them.",
+        warn_once(
+            logger,
             file_path,
-            count,
-            line_number,
-            raw,
-            str(raw).strip(),
+            f"{file_path}: {state['spaced']} label(s) have spaces before or after them, the first "
+            f"on line {line_number} ({raw!r}); they are read without the spaces (as "
+            f"{str(raw).strip()!r}). Remove the spaces if they are stray; a label cannot keep "
+            "them.",
         )
 
     def _records(self, file_path: PathOrStr, fmt: str) -> Iterator[Tuple[int, object]]:
