@@ -73,16 +73,14 @@ from allennlp_tune.experiments.search import (
 from allennlp_tune.experiments.workers import (
     MARKER_NAME,
     Coordinator,
-    Worker,
+    HeldTrial,
     _claim_folder,
-    _Heartbeat,
     _optuna_quiet,
     _SetupLock,
     claim_trial,
     grid_identity,
     worker_name,
 )
-from allennlp_tune.host_access import storage_trial_id
 from allennlp_tune.rundir import SEED_EXT_VAR, config_stem, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME
 
@@ -333,15 +331,14 @@ def _train_slots(
 def _train_slot(
     mode: _Mode, trial: Any, storage: Any, retry: Callable, coordinator: Coordinator, tool: str
 ) -> None:
-    """Trains one claimed slot, heartbeats going, and tells the study how it ended."""
+    """Trains one claimed slot (`HeldTrial`: heartbeats, the give-back) and tells the study how
+    it ended."""
     import optuna
-    from optuna.exceptions import UpdateFinishedTrialError
     from optuna.trial import TrialState
 
-    trial_id = storage_trial_id(trial)  # the heartbeat needs it
     print(f"{tool}: {mode.mode}: training trial {trial.number}", file=sys.stderr)
     state, value = TrialState.COMPLETE, None
-    with _Heartbeat(storage, trial_id, coordinator.heartbeat_s):
+    with HeldTrial(mode.study, storage, retry, trial, coordinator.heartbeat_s) as held:
         try:
             # AllenNLP logs every parameter; the trial's out.log keeps them.
             with open(os.devnull, "w", encoding="utf-8") as quiet:
@@ -351,21 +348,8 @@ def _train_slot(
             state = TrialState.PRUNED
         except Exception:
             state = TrialState.FAIL
-        except BaseException:
-            # Ctrl-C, SIGTERM: the slot goes back to the queue now, not after the grace.
-            Worker._give_back(mode.study, storage, retry, trial_id)
-            raise
     mode.trained += 1
-    try:
-        if state == TrialState.COMPLETE:
-            mode.study.tell(trial, value)
-        else:
-            mode.study.tell(trial, state=state)
-    except (UpdateFinishedTrialError, ValueError):
-        # This worker stalled past the grace period and the slot was given to another (Optuna
-        # says so with a ValueError, "Cannot tell a FAIL trial", when this one failed or pruned).
-        if storage.get_trial(trial_id).state == TrialState.RUNNING:
-            raise
+    if not held.tell(value, state=state):
         print(
             f"{tool}: {mode.mode}: trial {trial.number} was given to another worker while this "
             "one trained it",

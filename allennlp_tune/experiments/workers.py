@@ -404,6 +404,62 @@ class _Heartbeat:
         self._thread.join()
 
 
+def give_back(study: Any, storage: Any, retry: Callable, trial_id: int) -> None:
+    """Fails the trial and enqueues it again (Optuna's retry callback)."""
+    from optuna.trial import TrialState
+
+    try:
+        if storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
+            retry(study, storage.get_trial(trial_id))
+    except Exception as error:  # already failed as stale, or the database is gone
+        print(f"tune-grid: could not give the run back ({error})", file=sys.stderr)
+
+
+class HeldTrial:
+    """
+    A claimed trial while this worker trains it: the one protocol of the grid's workers (a
+    trial is a run: `Worker`) and of `--budget`'s search workers (a trial is a search trial:
+    `budget_workers`). Inside `with`, its heartbeat beats; an exception or an interrupt (Ctrl-C,
+    SIGTERM) that ends the block gives it back to the queue at once (`give_back`), not after the
+    grace. `tell` ends it; False when it was given to another worker meanwhile (this one stalled
+    past the grace period, and another found the trial stale).
+    """
+
+    def __init__(self, study: Any, storage: Any, retry: Callable, trial: Any, beat_s: float):
+        self.study, self.storage, self.retry, self.trial = study, storage, retry, trial
+        self.trial_id = storage_trial_id(trial)  # the heartbeat and the give-back need it
+        self._heartbeat = _Heartbeat(storage, self.trial_id, beat_s)
+
+    def __enter__(self) -> "HeldTrial":
+        self._heartbeat.__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, *exc_info: Any) -> None:
+        self._heartbeat.__exit__()
+        if exc_type is not None:
+            give_back(self.study, self.storage, self.retry, self.trial_id)
+
+    def tell(self, value: Optional[float] = None, state: Any = None, **user_attrs: Any) -> bool:
+        """Records `user_attrs` and ends the trial with `value` (COMPLETE) or `state`."""
+        from optuna.exceptions import UpdateFinishedTrialError
+        from optuna.trial import TrialState
+
+        try:
+            for name, attr in user_attrs.items():
+                self.trial.set_user_attr(name, attr)
+            if state is None or state == TrialState.COMPLETE:
+                self.study.tell(self.trial, value)
+            else:
+                self.study.tell(self.trial, state=state)
+        except (UpdateFinishedTrialError, ValueError):
+            # Given to another worker: Optuna says so with a ValueError ("Cannot tell a FAIL
+            # trial") when this one failed or pruned. Still running: not that.
+            if self.storage.get_trial(self.trial_id).state == TrialState.RUNNING:
+                raise
+            return False
+        return True
+
+
 def _open_trials(study: Any) -> Tuple[List[Any], List[Any]]:
     """The study's WAITING and RUNNING trials that are runs."""
     from optuna.trial import TrialState
@@ -553,17 +609,6 @@ class Worker:
                 continue
             yield trial
 
-    @staticmethod
-    def _give_back(study: Any, storage: Any, retry: Callable, trial_id: int) -> None:
-        """Fails the trial and enqueues its run again (Optuna's retry callback)."""
-        from optuna.trial import TrialState
-
-        try:
-            if storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
-                retry(study, storage.get_trial(trial_id))
-        except Exception as error:  # already failed as stale, or the database is gone
-            print(f"tune-grid: could not give the run back ({error})", file=sys.stderr)
-
     def _wait_for(self, run_lock: RunLock, key: str, bar: Any) -> None:
         """
         Waits, heartbeats going, until the process that holds the run's lock lets go: a worker
@@ -581,32 +626,20 @@ class Worker:
     def _train(
         self, study: Any, storage: Any, retry: Callable, trial: Any, by_key: Dict, bar: Any
     ) -> None:
-        from optuna.exceptions import UpdateFinishedTrialError
-
         key = trial.user_attrs[RUN_ATTR]
         config, seed = by_key[key]
         run_dir = self.results_dir / key
         trial.set_user_attr("worker", self.name)
         started = time.monotonic()
-        trial_id = storage_trial_id(trial)  # the heartbeat and the retry need it
-        with _Heartbeat(storage, trial_id, self.coordinator.heartbeat_s):
+        with HeldTrial(study, storage, retry, trial, self.coordinator.heartbeat_s) as held:
             with RunLock(run_dir, self.name) as run_lock:
-                try:
-                    if not run_lock.acquired:
-                        self._wait_for(run_lock, key, bar)
-                    if self.changed is not None:
-                        changed = is_complete(run_dir) and self.changed(config, seed)
-                        self.set_retrain({run_dir} if changed else set())
-                    self.train(config, seed, bar, run_lock.fd)
-                except BaseException:
-                    # Ctrl-C, SIGTERM: the run goes back to the queue now, not after the grace.
-                    self._give_back(study, storage, retry, trial_id)
-                    raise
-        info = read_json(run_dir / RUN_INFO_NAME) or {}
-        try:
-            trial.set_user_attr("status", info.get("status", "unknown"))
-            study.tell(trial, round(time.monotonic() - started, 3))
-        except UpdateFinishedTrialError:
-            # This worker stalled past the grace period and its trial was given to another; the
-            # run folder is what counts (the other worker found it complete, or held off).
+                if not run_lock.acquired:
+                    self._wait_for(run_lock, key, bar)
+                if self.changed is not None:
+                    changed = is_complete(run_dir) and self.changed(config, seed)
+                    self.set_retrain({run_dir} if changed else set())
+                self.train(config, seed, bar, run_lock.fd)
+        status = (read_json(run_dir / RUN_INFO_NAME) or {}).get("status", "unknown")
+        if not held.tell(round(time.monotonic() - started, 3), status=status):
+            # The run folder is what counts (the other worker found it complete, or held off).
             bar.write(f"{self.tool}: {key} was given to another worker while this one trained")
