@@ -167,6 +167,38 @@ def tagger_arguments(
     }
 
 
+class TaggerInputs:
+    """
+    The constructor `tune_tagger` and `tune_crf_tagger` share: placed before their AllenNLP
+    parent (`class TuneTagger(TaggerInputs, SimpleTagger)`), it takes the parameters of
+    `tagger_arguments` and passes the parent what they build, with every other parameter as
+    given. AllenNLP's `from_params` reads its parameters, and through `**kwargs` the parent's
+    (the first `FromParams` base after it).
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
+        first_wordpiece: bool = False,
+        wordpiece_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
+        label_encoding: Optional[str] = None,
+        label_namespace: str = "labels",
+        **kwargs,
+    ) -> None:
+        arguments = tagger_arguments(
+            vocab,
+            text_field_embedder,
+            encoder,
+            first_wordpiece,
+            wordpiece_encoder,
+            label_encoding,
+            label_namespace,
+        )
+        super().__init__(vocab, **arguments, **kwargs)  # type: ignore[call-arg]
+
+
 def check_label_encoding(
     vocab: Vocabulary, label_namespace: str, label_encoding: Optional[str]
 ) -> None:

@@ -1,16 +1,11 @@
-from typing import Optional
-
-from allennlp.common import Lazy
-from allennlp.data import Vocabulary
 from allennlp.models.model import Model
-from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp_models.tagging.models.crf_tagger import CrfTagger
 
-from allennlp_tune.models.tagging import tagger_arguments
+from allennlp_tune.models.tagging import TaggerInputs
 
 
 @Model.register("tune_crf_tagger")
-class TuneCrfTagger(CrfTagger):
+class TuneCrfTagger(TaggerInputs, CrfTagger):
     """
     allennlp-models' `crf_tagger` with an optional encoder, the first-wordpiece option of
     `tune_tagger`, a check of `label_encoding` against the tags, and a default predictor that
@@ -59,27 +54,5 @@ class TuneCrfTagger(CrfTagger):
     (plus every other parameter of `crf_tagger`: `feedforward`, `dropout`,
     `include_start_end_transitions`, `constrain_crf_decoding`, `calculate_span_f1`, ...)
     """
-
-    def __init__(
-        self,
-        vocab: Vocabulary,
-        text_field_embedder: TextFieldEmbedder,
-        encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
-        first_wordpiece: bool = False,
-        wordpiece_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
-        label_encoding: Optional[str] = None,
-        label_namespace: str = "labels",
-        **kwargs,
-    ) -> None:
-        arguments = tagger_arguments(
-            vocab,
-            text_field_embedder,
-            encoder,
-            first_wordpiece,
-            wordpiece_encoder,
-            label_encoding,
-            label_namespace,
-        )
-        super().__init__(vocab, **arguments, **kwargs)
 
     default_predictor = "tune_sentence_tagger"

@@ -1,18 +1,16 @@
 from typing import Dict, Optional
 
 import torch
-from allennlp.common import Lazy
-from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.data import TextFieldTensors
 from allennlp.models.model import Model
 from allennlp.models.simple_tagger import SimpleTagger
-from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp.nn.util import get_text_field_mask
 
-from allennlp_tune.models.tagging import tagger_arguments
+from allennlp_tune.models.tagging import TaggerInputs
 
 
 @Model.register("tune_tagger")
-class TuneTagger(SimpleTagger):
+class TuneTagger(TaggerInputs, SimpleTagger):
     """
     AllenNLP's `simple_tagger` (a softmax over each word's vector) with the paper's BERT NER
     networks: words can be represented by their *first wordpiece*, optionally after an encoder
@@ -71,28 +69,6 @@ class TuneTagger(SimpleTagger):
     (plus `calculate_span_f1`, `label_namespace`, `verbose_metrics`, `initializer` of
     `simple_tagger`)
     """
-
-    def __init__(
-        self,
-        vocab: Vocabulary,
-        text_field_embedder: TextFieldEmbedder,
-        encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
-        first_wordpiece: bool = False,
-        wordpiece_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
-        label_encoding: Optional[str] = None,
-        label_namespace: str = "labels",
-        **kwargs,
-    ) -> None:
-        arguments = tagger_arguments(
-            vocab,
-            text_field_embedder,
-            encoder,
-            first_wordpiece,
-            wordpiece_encoder,
-            label_encoding,
-            label_namespace,
-        )
-        super().__init__(vocab, **arguments, **kwargs)
 
     def forward(  # type: ignore[override]
         self, tokens: TextFieldTensors, tags: Optional[torch.LongTensor] = None, **kwargs
