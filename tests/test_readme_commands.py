@@ -1,14 +1,14 @@
 """
 The README-commands runner: every shell block (and Python block) of README.md and of the pages
-in docs/ is run here exactly as written, fixture-sized, or says why not (docs/DEVELOPMENT.md, "The
-README-commands runner", has the convention).
+in docs/ is run here exactly as written, fixture-sized, or says why not (docs/DEVELOPMENT.md,
+"The README-commands runner", has the convention).
 
 A block runs with `bash -e` (a Python block, with this interpreter) in a temporary folder,
 with an empty `HOME`, this interpreter's `bin/` first on `PATH` (what `. .venv/bin/activate`
 does), `TUNE_EPOCHS=1` (AllenNLP reads ext vars from the environment: the commands train as
-written, one epoch each) and a temporary
-`HF_HOME` whose cache holds a fixture-sized model under the hub name the README uses,
-`sentence-transformers/all-MiniLM-L6-v2` (`HF_HUB_OFFLINE=1`, as tests/conftest.py sets it).
+written, one epoch each) and a temporary `HF_HOME` whose cache holds a fixture-sized model
+under the hub name the README uses, `sentence-transformers/all-MiniLM-L6-v2`
+(`HF_HUB_OFFLINE=1`, as tests/conftest.py sets it).
 The HTML comment on the line before a block, `<!-- run: KIND ARGUMENT -->`, says how:
 
 - none: the block runs in a folder of its own;

@@ -104,7 +104,8 @@ local fillable_kinds = ["classification", "pair_classification"];
   // (low-rank adapters train): BERT fine-tuning's recipe above, the head at the same rate, but
   // with the much larger rates these modes want, as only a few encoder weights move. BitFit:
   // 3e-3, the better of 1e-3 (the top of Ben Zaken et al. 2022's range) and 3e-3 on SICK-E dev
-  // with all-MiniLM-L6-v2 (docs/results/NOTEBOOK.md, section 9). LoRA: 1.5e-3, the better of 5e-4 (Hu et
+  // with all-MiniLM-L6-v2 (docs/results/NOTEBOOK.md, section 9). LoRA: 1.5e-3, the better of 5e-4
+  // (Hu et
   // al. 2021, RoBERTa-base GLUE, 4e-4 to 5e-4) and 1.5e-3 there. 5 epochs. TUNE_LR and
   // TUNE_EPOCHS override them. ELMo (bitfit only) trains the same way, without its fine-tuning
   // cells' discriminative rates or gradual unfreezing.
