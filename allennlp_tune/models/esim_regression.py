@@ -1,20 +1,16 @@
-from typing import Any, Dict, List, Optional
+from typing import Dict, Optional
 
 import torch
-from allennlp.common import Lazy
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.data import Vocabulary
 from allennlp.models.model import Model
-from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
-from allennlp_models.pair_classification.models.esim import ESIM
 
-from allennlp_tune.models.input_size import build_reading
-from allennlp_tune.models.joint_pair import JointPairEmbedder, pair_inputs
+from allennlp_tune.models.reading_esim import ReadingEsim
 from allennlp_tune.training.metrics import RegressionMetrics
 
 
 @Model.register("esim_regression")
-class EsimRegression(ESIM):
+class EsimRegression(ReadingEsim):
     """
     allennlp-models' ESIM for a score instead of a label, as the paper uses it on frozen features
     for SICK-R and STS-B ("the ESIM model, modified as needed to support regression"). Everything
@@ -51,35 +47,14 @@ class EsimRegression(ESIM):
 
     # Parameters
 
-    vocab : `Vocabulary`
-    text_field_embedder : `TextFieldEmbedder`
-        Embeds `premise` and `hypothesis`, or the joint `tokens` field.
-    encoder : `Seq2SeqEncoder`
-        ESIM's first BiLSTM, over the embeddings. Leave its `input_size` out: it is taken from
-        `text_field_embedder.get_output_dim()` when the model is built. A config that gives it
-        builds the same encoder; one that disagrees with the embedder is a
-        `ConfigurationError`.
-    (every other parameter of `esim`: `matrix_attention`, `projection_feedforward`,
-    `inference_encoder`, `output_feedforward`, `output_logit` with `hidden_dims: 1`,
-    `dropout`, `initializer`)
+    (`text_field_embedder`, and `encoder` without its input size: see `ReadingEsim`,
+    models/reading_esim.py; every other parameter of `esim`: `matrix_attention`,
+    `projection_feedforward`, `inference_encoder`, `output_feedforward`, `output_logit` with
+    `hidden_dims: 1`, `dropout`, `initializer`)
     """
 
-    def __init__(
-        self,
-        vocab: Vocabulary,
-        text_field_embedder: TextFieldEmbedder,
-        encoder: Lazy[Seq2SeqEncoder],
-        **kwargs,
-    ) -> None:
-        dim = text_field_embedder.get_output_dim()
-        super().__init__(
-            vocab,
-            text_field_embedder=text_field_embedder,
-            encoder=build_reading(encoder, dim, "encoder", "text_field_embedder"),
-            **kwargs,
-        )
-        # Joint pairs (BERT's [CLS] a [SEP] b [SEP]) are embedded once and split for ESIM.
-        self._text_field_embedder = JointPairEmbedder(self._text_field_embedder)
+    def __init__(self, vocab: Vocabulary, **kwargs) -> None:
+        super().__init__(vocab, **kwargs)
         outputs = self._output_logit.get_output_dim()
         if outputs != 1:
             raise ConfigurationError(
@@ -89,23 +64,16 @@ class EsimRegression(ESIM):
         self._metrics = RegressionMetrics()
         self._mse = torch.nn.MSELoss()
 
-    def forward(  # type: ignore[override]
-        self,
-        premise: Optional[TextFieldTensors] = None,
-        hypothesis: Optional[TextFieldTensors] = None,
-        label: Optional[torch.Tensor] = None,
-        metadata: Optional[List[Dict[str, Any]]] = None,
-        tokens: Optional[TextFieldTensors] = None,
+    scores = True
+
+    def _scored(
+        self, esim_output: Dict[str, torch.Tensor], label: Optional[torch.Tensor]
     ) -> Dict[str, torch.Tensor]:
         """
-        # Returns
-
         `score` `(batch_size,)`, and `loss` (mean squared error) when `label` (float scores) is
         given.
         """
-        # ESIM without a label only runs the network; its softmax over one value is dropped.
-        premise, hypothesis = pair_inputs(self._text_field_embedder, premise, hypothesis, tokens)
-        esim_output = super().forward(premise, hypothesis, label=None, metadata=metadata)
+        # ESIM ran without a label (the network only); its softmax over one value is dropped.
         score = esim_output["label_logits"].squeeze(-1)
         output_dict = {"score": score}
         if label is not None:
@@ -121,5 +89,3 @@ class EsimRegression(ESIM):
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
         return self._metrics.get_metric(reset)
-
-    default_predictor = "tune_text_classifier"

@@ -5,10 +5,10 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import FeedForward, TextFieldEmbedder
-from allennlp.nn import Activation, InitializerApplicator
+from allennlp.nn import Activation
 from allennlp.nn.util import get_text_field_mask
 
-from allennlp_tune.models.output_head import OutputHead
+from allennlp_tune.models.output_head import HeadedModel
 from allennlp_tune.modules.feature_cache.pooled import POOLINGS
 
 HEADS = ("linear", "mlp")
@@ -16,7 +16,7 @@ FEATURE_ROUTES = ("pooled", "tokens")
 
 
 @Model.register("tune_frozen_head")
-class FrozenHead(Model):
+class FrozenHead(HeadedModel):
     """
     A light network on a frozen encoder: each sentence pooled (mean over its wordpieces, or its
     first wordpiece) from the scalar mix of the encoder's layers, then a linear layer
@@ -70,11 +70,8 @@ class FrozenHead(Model):
         `"pooled"` (the pooled-feature cache, and the lean trainer's one tensor) or `"tokens"`.
     dropout : `float`, optional (default = `0.0`)
         On the sentence (or pair) vector, and after the MLP's hidden layer.
-    regression : `bool`, optional (default = `False`)
-        One score with MSE loss instead of a softmax over the labels.
-    positive_label : `str`, optional (default = `None`)
-    label_namespace : `str`, optional (default = `"labels"`)
-    initializer : `InitializerApplicator`, optional (default = `InitializerApplicator()`)
+    (the head's `regression`, `positive_label`, `label_namespace` and `initializer`: see
+    `HeadedModel`, models/output_head.py)
     pair : `bool`, optional (default = `False`)
         The instances are pairs (`premise`, `hypothesis`): the output layer reads the four
         pair vectors, `4 x dim`.
@@ -92,15 +89,10 @@ class FrozenHead(Model):
         hidden_dim: int = 256,
         pooling: str = "mean",
         features: str = "pooled",
-        dropout: float = 0.0,
-        regression: bool = False,
-        positive_label: Optional[str] = None,
-        label_namespace: str = "labels",
-        initializer: InitializerApplicator = InitializerApplicator(),
         pair: bool = False,
         **kwargs,
     ) -> None:
-        super().__init__(vocab, **kwargs)
+        super().__init__(vocab, text_field_embedder, **kwargs)
         for name, value, allowed in (
             ("head", head, HEADS),
             ("pooling", pooling, POOLINGS),
@@ -110,11 +102,9 @@ class FrozenHead(Model):
                 raise ConfigurationError(
                     f"tune_frozen_head.{name} is {value!r}; expected one of {', '.join(allowed)}."
                 )
-        self._text_field_embedder = text_field_embedder
         self._embedder = _pooling_embedder(text_field_embedder) if features == "pooled" else None
         self._pooling = pooling
         self._features = features
-        self.label_namespace = label_namespace
         dim = text_field_embedder.get_output_dim()
         # Whether the instances are pairs is known from the data only; the config says it ahead
         # (the experiment library sets it), so that the output layer's size is fixed.
@@ -123,19 +113,13 @@ class FrozenHead(Model):
         feedforward = None
         if head == "mlp":
             feedforward = FeedForward(
-                input_dim, 1, hidden_dim, Activation.by_name("relu")(), dropout=dropout
+                input_dim,
+                1,
+                hidden_dim,
+                Activation.by_name("relu")(),
+                dropout=self._head_options["dropout"],
             )
-        self._head = OutputHead(
-            vocab,
-            input_dim=input_dim,
-            feedforward=feedforward,
-            dropout=dropout,
-            regression=regression,
-            label_namespace=label_namespace,
-            positive_label=positive_label,
-            owner="tune_frozen_head",
-        )
-        initializer(self)
+        self._build_head(input_dim, feedforward, "tune_frozen_head")
 
     def frozen_features(
         self,
@@ -237,16 +221,6 @@ class FrozenHead(Model):
             return vectors[:, 0]
         u, v = vectors[:, 0], vectors[:, 1]
         return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
-
-    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        return self._head.get_metrics(reset)
-
-    def make_output_human_readable(
-        self, output_dict: Dict[str, torch.Tensor]
-    ) -> Dict[str, torch.Tensor]:
-        return self._head.make_output_human_readable(self.vocab, output_dict)
-
-    default_predictor = "tune_text_classifier"
 
 
 def _pooling_embedder(text_field_embedder: TextFieldEmbedder) -> Any:

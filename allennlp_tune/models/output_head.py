@@ -1,7 +1,9 @@
 """
-The output layer shared by `pooled_classifier` and `pair_classifier`: dropout, an optional
-feedforward, then a linear layer to the labels (softmax, cross-entropy) or to one score
-(regression, mean squared error), with the matching metric set. Not registered itself.
+The output layer shared by `pooled_classifier`, `pair_classifier` and `tune_frozen_head`:
+dropout, an optional feedforward, then a linear layer to the labels (softmax, cross-entropy) or
+to one score (regression, mean squared error), with the matching metric set (`OutputHead`); and
+the model around it (`HeadedModel`), which takes the head's parameters once for the three. Not
+registered themselves.
 """
 
 from typing import Dict, List, Optional
@@ -9,7 +11,9 @@ from typing import Dict, List, Optional
 import torch
 from allennlp.common.checks import ConfigurationError, check_dimensions_match
 from allennlp.data import Vocabulary
-from allennlp.modules import FeedForward
+from allennlp.models.model import Model
+from allennlp.modules import FeedForward, TextFieldEmbedder
+from allennlp.nn import InitializerApplicator
 
 from allennlp_tune.training.metrics import ClassificationMetrics, RegressionMetrics
 from allennlp_tune.training.metrics.task_metrics import check_labels
@@ -115,3 +119,65 @@ def labels_from_probabilities(
         probabilities = probabilities.unsqueeze(0)
     index_to_label = vocab.get_index_to_token_vocabulary(label_namespace)
     return [index_to_label.get(int(i), str(int(i))) for i in probabilities.argmax(dim=-1)]
+
+
+class HeadedModel(Model):
+    """
+    A model whose last layer is an `OutputHead`: it takes the head's parameters, builds the head
+    once the subclass knows the size of the vector the head reads (`_build_head`), then applies
+    the initializer; `get_metrics` and `make_output_human_readable` are the head's. Its
+    subclasses take these parameters through `**kwargs`: AllenNLP's `from_params` reads a
+    constructor's `**kwargs` from the first base class's constructor, as for `Model`'s own.
+
+    # Parameters
+
+    vocab : `Vocabulary`
+    text_field_embedder : `TextFieldEmbedder`
+    dropout : `float`, optional (default = `0.0`)
+        On the vector the head reads.
+    regression : `bool`, optional (default = `False`)
+        Predict one score (MSE loss) instead of a label (SICK-R, STS-B); needs a reader that
+        gives float labels.
+    positive_label : `str`, optional (default = `None`)
+        Report `precision`, `recall` and `f1` of this label (`"1"` for MRPC).
+    label_namespace : `str`, optional (default = `"labels"`)
+    initializer : `InitializerApplicator`, optional (default = `InitializerApplicator()`)
+        Applied once every layer is built.
+    """
+
+    default_predictor = "tune_text_classifier"
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        text_field_embedder: TextFieldEmbedder,
+        dropout: float = 0.0,
+        regression: bool = False,
+        positive_label: Optional[str] = None,
+        label_namespace: str = "labels",
+        initializer: InitializerApplicator = InitializerApplicator(),
+        **kwargs,
+    ) -> None:
+        super().__init__(vocab, **kwargs)
+        self._text_field_embedder = text_field_embedder
+        self.label_namespace = label_namespace
+        # What `_build_head` gives the head, once the subclass knows its input size.
+        self._head_options = {"dropout": dropout, "regression": regression}
+        self._head_options.update(label_namespace=label_namespace, positive_label=positive_label)
+        self._initializer = initializer
+
+    def _build_head(self, input_dim: int, feedforward: Optional[FeedForward], owner: str) -> None:
+        """The head on a vector of `input_dim` (through `feedforward` when given), then the
+        initializer over the whole model. `owner`: the registered name, for error messages."""
+        self._head = OutputHead(
+            self.vocab, input_dim, feedforward, owner=owner, **self._head_options
+        )
+        self._initializer(self)
+
+    def make_output_human_readable(
+        self, output_dict: Dict[str, torch.Tensor]
+    ) -> Dict[str, torch.Tensor]:
+        return self._head.make_output_human_readable(self.vocab, output_dict)
+
+    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+        return self._head.get_metrics(reset)

@@ -5,17 +5,16 @@ from allennlp.common import Lazy
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import FeedForward, Seq2SeqEncoder, TextFieldEmbedder
-from allennlp.nn import InitializerApplicator
 from allennlp.nn.util import get_text_field_mask
 
 from allennlp_tune.models.input_size import build_reading
-from allennlp_tune.models.output_head import OutputHead
+from allennlp_tune.models.output_head import HeadedModel
 from allennlp_tune.modules.pair_encoders.bi_attention_pair import BiAttentionPair
 from allennlp_tune.modules.pair_encoders.pair_encoder import PairEncoder
 
 
 @Model.register("pair_classifier")
-class PairClassifier(Model):
+class PairClassifier(HeadedModel):
     """
     A sentence-pair classifier or regressor over *separately* encoded sentences (the reader's
     `pair_encoding: "separate"`: fields `premise` and `hypothesis`): embed each sentence with the
@@ -68,14 +67,8 @@ class PairClassifier(Model):
     what the module reads is a `ConfigurationError`.)
     feedforward : `FeedForward`, optional (default = `None`)
         Between the pair vector and the output layer.
-    dropout : `float`, optional (default = `0.0`)
-        On the pair vector.
-    regression : `bool`, optional (default = `False`)
-        Predict one score (MSE loss) instead of a label (SICK-R, STS-B).
-    positive_label : `str`, optional (default = `None`)
-        Report `precision`, `recall` and `f1` of this label (`"1"` for MRPC).
-    label_namespace : `str`, optional (default = `"labels"`)
-    initializer : `InitializerApplicator`, optional (default = `InitializerApplicator()`)
+    (the head's `dropout`, on the pair vector, `regression`, `positive_label`,
+    `label_namespace` and `initializer`: see `HeadedModel`, models/output_head.py)
     """
 
     def __init__(
@@ -85,16 +78,9 @@ class PairClassifier(Model):
         pair_encoder: Optional[Lazy[PairEncoder]] = None,
         encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         feedforward: Optional[FeedForward] = None,
-        dropout: float = 0.0,
-        regression: bool = False,
-        positive_label: Optional[str] = None,
-        label_namespace: str = "labels",
-        initializer: InitializerApplicator = InitializerApplicator(),
         **kwargs,
     ) -> None:
-        super().__init__(vocab, **kwargs)
-        self._text_field_embedder = text_field_embedder
-        self.label_namespace = label_namespace
+        super().__init__(vocab, text_field_embedder, **kwargs)
         dim = text_field_embedder.get_output_dim()
         self._encoder = build_reading(encoder, dim, "encoder", "text_field_embedder")
         source = "text_field_embedder"
@@ -103,17 +89,7 @@ class PairClassifier(Model):
         self._pair_encoder = build_reading(pair_encoder, dim, "pair_encoder", source)
         if self._pair_encoder is None:
             self._pair_encoder = BiAttentionPair(dim)
-        self._head = OutputHead(
-            vocab,
-            input_dim=self._pair_encoder.get_output_dim(),
-            feedforward=feedforward,
-            dropout=dropout,
-            regression=regression,
-            label_namespace=label_namespace,
-            positive_label=positive_label,
-            owner="pair_classifier",
-        )
-        initializer(self)
+        self._build_head(self._pair_encoder.get_output_dim(), feedforward, "pair_classifier")
 
     def forward(  # type: ignore[override]
         self,
@@ -146,13 +122,3 @@ class PairClassifier(Model):
         if self._encoder is not None:
             states = self._encoder(states, mask)
         return states, mask
-
-    def make_output_human_readable(
-        self, output_dict: Dict[str, torch.Tensor]
-    ) -> Dict[str, torch.Tensor]:
-        return self._head.make_output_human_readable(self.vocab, output_dict)
-
-    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        return self._head.get_metrics(reset)
-
-    default_predictor = "tune_text_classifier"

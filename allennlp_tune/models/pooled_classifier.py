@@ -7,18 +7,17 @@ from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models.model import Model
 from allennlp.modules import FeedForward, Seq2SeqEncoder, Seq2VecEncoder, TextFieldEmbedder
 from allennlp.modules.seq2vec_encoders import BagOfEmbeddingsEncoder, ClsPooler
-from allennlp.nn import InitializerApplicator
 from allennlp.nn.util import get_text_field_mask
 
 from allennlp_tune.models.input_size import build_reading
-from allennlp_tune.models.output_head import OutputHead
+from allennlp_tune.models.output_head import HeadedModel
 from allennlp_tune.modules.seq2vec_encoders.max_pooling import MaxPoolingEncoder
 
 POOLINGS = ("cls", "mean", "max")
 
 
 @Model.register("pooled_classifier")
-class PooledClassifier(Model):
+class PooledClassifier(HeadedModel):
     """
     The light fine-tuning head for one text, or for a sentence pair encoded jointly
     (`[CLS] a [SEP] b [SEP]`, the reader's `pair_encoding: "joint"`): pool the embedder's states
@@ -64,14 +63,8 @@ class PooledClassifier(Model):
         in the config must match it.
     feedforward : `FeedForward`, optional (default = `None`)
         Between the pooled vector and the output layer (e.g. BERT's tanh "pooler" layer).
-    dropout : `float`, optional (default = `0.0`)
-        On the pooled vector.
-    regression : `bool`, optional (default = `False`)
-        Predict one score (MSE loss) instead of a label; needs a reader that gives float labels.
-    positive_label : `str`, optional (default = `None`)
-        Report `precision`, `recall` and `f1` of this label (`"1"` for MRPC).
-    label_namespace : `str`, optional (default = `"labels"`)
-    initializer : `InitializerApplicator`, optional (default = `InitializerApplicator()`)
+    (the head's `dropout`, on the pooled vector, `regression`, `positive_label`,
+    `label_namespace` and `initializer`: see `HeadedModel`, models/output_head.py)
     """
 
     def __init__(
@@ -81,16 +74,9 @@ class PooledClassifier(Model):
         pooling: str = "cls",
         seq2seq_encoder: Optional[Lazy[Seq2SeqEncoder]] = None,
         feedforward: Optional[FeedForward] = None,
-        dropout: float = 0.0,
-        regression: bool = False,
-        positive_label: Optional[str] = None,
-        label_namespace: str = "labels",
-        initializer: InitializerApplicator = InitializerApplicator(),
         **kwargs,
     ) -> None:
-        super().__init__(vocab, **kwargs)
-        self._text_field_embedder = text_field_embedder
-        self.label_namespace = label_namespace
+        super().__init__(vocab, text_field_embedder, **kwargs)
         dim = text_field_embedder.get_output_dim()
         self._seq2seq_encoder = build_reading(
             seq2seq_encoder, dim, "seq2seq_encoder", "text_field_embedder"
@@ -98,17 +84,7 @@ class PooledClassifier(Model):
         if self._seq2seq_encoder is not None:
             dim = self._seq2seq_encoder.get_output_dim()
         self._pooler = _pooler(pooling, dim)
-        self._head = OutputHead(
-            vocab,
-            input_dim=dim,
-            feedforward=feedforward,
-            dropout=dropout,
-            regression=regression,
-            label_namespace=label_namespace,
-            positive_label=positive_label,
-            owner="pooled_classifier",
-        )
-        initializer(self)
+        self._build_head(dim, feedforward, "pooled_classifier")
 
     def forward(  # type: ignore[override]
         self, tokens: TextFieldTensors, label: Optional[torch.Tensor] = None, **kwargs
@@ -131,16 +107,6 @@ class PooledClassifier(Model):
         if self._seq2seq_encoder is not None:
             embedded = self._seq2seq_encoder(embedded, mask=mask)
         return self._head(self._pooler(embedded, mask=mask), label)
-
-    def make_output_human_readable(
-        self, output_dict: Dict[str, torch.Tensor]
-    ) -> Dict[str, torch.Tensor]:
-        return self._head.make_output_human_readable(self.vocab, output_dict)
-
-    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
-        return self._head.get_metrics(reset)
-
-    default_predictor = "tune_text_classifier"
 
 
 def _pooler(pooling: str, dim: int) -> Seq2VecEncoder:

@@ -1,21 +1,17 @@
-from typing import Any, Dict, List, Optional
+from typing import Dict, Optional
 
 import torch
-from allennlp.common import Lazy
 from allennlp.common.checks import check_dimensions_match
-from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.data import Vocabulary
 from allennlp.models.model import Model
-from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
-from allennlp_models.pair_classification.models.esim import ESIM
 
-from allennlp_tune.models.input_size import build_reading
-from allennlp_tune.models.joint_pair import JointPairEmbedder, pair_inputs
+from allennlp_tune.models.reading_esim import ReadingEsim
 from allennlp_tune.training.metrics import ClassificationMetrics
 from allennlp_tune.training.metrics.task_metrics import check_labels
 
 
 @Model.register("tune_esim")
-class TuneEsim(ESIM):
+class TuneEsim(ReadingEsim):
     """
     allennlp-models' `esim` (the paper's feature-extraction network for MNLI, SICK-E and MRPC)
     with allennlp-tune's classification metrics, a check that `output_logit` has one output per
@@ -46,36 +42,14 @@ class TuneEsim(ESIM):
 
     # Parameters
 
-    vocab : `Vocabulary`
-    text_field_embedder : `TextFieldEmbedder`
-        Embeds `premise` and `hypothesis`, or the joint `tokens` field.
-    encoder : `Seq2SeqEncoder`
-        ESIM's first BiLSTM, over the embeddings. Leave its `input_size` out: it is taken from
-        `text_field_embedder.get_output_dim()` when the model is built. A config that gives it
-        builds the same encoder; one that disagrees with the embedder is a
-        `ConfigurationError`.
     positive_label : `str`, optional (default = `None`)
         Report `precision`, `recall` and `f1` of this label.
-    (every other parameter of `esim`)
+    (`text_field_embedder`, and `encoder` without its input size: see `ReadingEsim`,
+    models/reading_esim.py; every other parameter of `esim`)
     """
 
-    def __init__(
-        self,
-        vocab: Vocabulary,
-        text_field_embedder: TextFieldEmbedder,
-        encoder: Lazy[Seq2SeqEncoder],
-        positive_label: Optional[str] = None,
-        **kwargs,
-    ) -> None:
-        dim = text_field_embedder.get_output_dim()
-        super().__init__(
-            vocab,
-            text_field_embedder=text_field_embedder,
-            encoder=build_reading(encoder, dim, "encoder", "text_field_embedder"),
-            **kwargs,
-        )
-        # Joint pairs (BERT's [CLS] a [SEP] b [SEP]) are embedded once and split for ESIM.
-        self._text_field_embedder = JointPairEmbedder(self._text_field_embedder)
+    def __init__(self, vocab: Vocabulary, positive_label: Optional[str] = None, **kwargs) -> None:
+        super().__init__(vocab, **kwargs)
         check_dimensions_match(
             self._output_logit.get_output_dim(),
             check_labels(vocab, "labels", "tune_esim"),
@@ -84,22 +58,13 @@ class TuneEsim(ESIM):
         )
         self._metrics = ClassificationMetrics(vocab, "labels", positive_label)
 
-    def forward(  # type: ignore[override]
-        self,
-        premise: Optional[TextFieldTensors] = None,
-        hypothesis: Optional[TextFieldTensors] = None,
-        label: Optional[torch.Tensor] = None,
-        metadata: Optional[List[Dict[str, Any]]] = None,
-        tokens: Optional[TextFieldTensors] = None,
+    def _scored(
+        self, esim_output: Dict[str, torch.Tensor], label: Optional[torch.Tensor]
     ) -> Dict[str, torch.Tensor]:
-        premise, hypothesis = pair_inputs(self._text_field_embedder, premise, hypothesis, tokens)
-        output_dict = super().forward(premise, hypothesis, label=label, metadata=metadata)
         if label is not None:
-            self._metrics(output_dict["label_logits"], label)
-        return output_dict
+            self._metrics(esim_output["label_logits"], label)
+        return esim_output
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
         # Ours include the parent's `accuracy`, computed the same way.
         return self._metrics.get_metric(reset)
-
-    default_predictor = "tune_text_classifier"
