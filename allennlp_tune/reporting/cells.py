@@ -3,7 +3,7 @@ The report model's cells and rows: a `Summary` holds the runs of one cell (a tas
 mode and variant) and the statistics the tables show (mean and seed spread, statuses, mixed
 settings, repeated seeds, costs); a `Row` holds one task's cells for an encoder beside the
 paper's numbers, with its paired comparisons and its known overlaps once they are filled in
-(`intervals.compute_paired`, `report.find_known_overlaps`).
+(`intervals.paired_results`, `report.find_known_overlaps`).
 """
 
 import dataclasses
@@ -191,7 +191,7 @@ class Row:
     task: str
     cells: Dict[str, Summary]
     paper: Dict[str, Optional[float]]
-    # The paired comparisons (`compute_paired`): reference pairs (mode_b "fe") first.
+    # The paired comparisons (`paired_results`): reference pairs (mode_b "fe") first.
     paired: List[PairedResult] = field(default_factory=list)
     # Why a pair or the row has no interval, and which runs were left out of the intervals.
     paired_notes: List[str] = field(default_factory=list)

@@ -1,10 +1,10 @@
 """
 The paired intervals of a row: which pairs of modes are compared (`row_pairs`), what the paired
-bootstrap needs from the runs' configs (`bootstrap_options`), and `compute_paired`, which reads
+bootstrap needs from the runs' configs (`bootstrap_options`), and `paired_results`, which reads
 the runs' dev predictions (or, for the test split, the test predictions that
-`experiments.test_split` wrote) and fills a `Row`'s paired results, the seeds behind them and
-the notes on why a pair has no interval (`paired_results` returns them instead). With a
-margin, a tie inside it reads as equivalence (`within_margin`).
+`experiments.test_split` wrote) and returns a `Row`'s paired results, the seeds behind them and
+the notes on why a pair has no interval (the report puts them in the row). With a margin, a tie
+inside it reads as equivalence (`within_margin`).
 """
 
 import dataclasses
@@ -221,16 +221,3 @@ def paired_results(
     compared = {mode for result in results for mode in (result.mode_a, result.mode_b)}
     seeds = {mode: [run.seed for run in used[mode]] for mode in by_mode if mode in compared}
     return [within_margin(result, margin) for result in results], seeds, notes
-
-
-def compute_paired(
-    row: Row,
-    replicates: int = DEFAULT_REPLICATES,
-    seed: int = 0,
-    margin: Optional[float] = None,
-    split: str = "validation",
-) -> None:
-    """Fills `row.paired`, `row.paired_seeds` and `row.paired_notes` (`paired_results`)."""
-    row.paired, row.paired_seeds, row.paired_notes = paired_results(
-        row, replicates, seed, margin, split
-    )

@@ -96,7 +96,7 @@ whose names follow no convention go to a second table. How runs are found and id
 
 Where each part lives, lowest first (each module imports only the ones before it): `labels`
 (titles, the paper's numbers, marks, colours), `costs` (cost arithmetic), `cells` (`Summary`,
-`Row`), `intervals` (`compute_paired`), `tables` (the tables as data), `verify` (scores against
+`Row`), `intervals` (`paired_results`), `tables` (the tables as data), `verify` (scores against
 predictions), `saved` (`sequential.json`, `budget.json` checked), this module (`Report`,
 its summary lines and notes, `build_report`, `report_from_dirs`), `answer` (the answer first),
 `render` (Markdown and JSON), then the page: `panel_data`, `figures`, `panels` and
@@ -120,7 +120,6 @@ from allennlp_tune.reporting.cells import KnownOverlap, Row, Summary
 from allennlp_tune.reporting.costs import has_costs
 from allennlp_tune.reporting.expected_max import expected_max_table
 from allennlp_tune.reporting.intervals import (
-    compute_paired,
     equivalent_verdict,
     has_predictions,
     paired_results,
@@ -669,7 +668,9 @@ def build_report(
     for rows in encoder_rows.values():
         for row in rows:
             if intervals:
-                compute_paired(row, replicates, margin=margin, split=split)
+                row.paired, row.paired_seeds, row.paired_notes = paired_results(
+                    row, replicates, margin=margin, split=split
+                )
             if intervals and split == "validation" and row.tested:
                 row.test_paired, row.test_paired_seeds, row.test_paired_notes = paired_results(
                     row, replicates, margin=margin, split="test"
