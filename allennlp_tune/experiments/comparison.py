@@ -22,7 +22,7 @@ file is written. `run()` trains as the command does (resumable: a second `run()`
 what is missing) and returns the `Report` that `tune-report` prints (`render_markdown(report)`).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
@@ -35,6 +35,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from allennlp_tune.reporting.report import Report
 
 DEFAULT_SEEDS = (1, 2, 3)
+# The fields that `run_compare` takes as they are, under the same names.
+_RUN_COMPARE_OPTIONS = (
+    "encoder_label", "cuda_device", "margin", "budget", "budget_unit", "ext_vars", "overrides",
+    "keep_failed", "keep_checkpoints", "progress", "plan", "plan_only", "calibrate",
+    "retrain_changed",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -183,32 +189,13 @@ class Comparison:
         `predict`), for tests."""
         from allennlp_tune.experiments.compare import run_compare
 
+        # The options run_compare takes under the same names, then the four checked or renamed.
+        options = {name: getattr(self, name) for name in _RUN_COMPARE_OPTIONS}
         return run_compare(
-            self.task,
-            self.encoder,
-            self.modes,
-            self.seeds,
-            self.results_dir,
-            encoder_label=self.encoder_label,
-            cuda_device=self.cuda_device,
-            sequential=self._plan,
-            margin=self.margin,
-            budget=self.budget,
-            spaces=self._spaces,
-            budget_unit=self.budget_unit,
-            budget_pruner=self.pruner,
-            ext_vars=self.ext_vars,
-            overrides=self.overrides,
-            keep_failed=self.keep_failed,
-            keep_checkpoints=self.keep_checkpoints,
-            progress=self.progress,
-            plan=self.plan,
-            plan_only=self.plan_only,
-            calibrate=self.calibrate,
-            retrain_changed=self.retrain_changed,
-            coordinator=self._workers,
-            **seams,
-        )
+            self.task, self.encoder, self.modes, self.seeds, self.results_dir,
+            sequential=self._plan, spaces=self._spaces, budget_pruner=self.pruner,
+            coordinator=self._workers, **options, **seams,
+        )  # fmt: skip
 
     def report(self, split: str = "validation") -> "Report":
         """The report of the results folder as it is now (what `tune-report` prints)."""
@@ -226,31 +213,9 @@ class Comparison:
     def from_args(cls, args: Any, ext_vars: Mapping[str, str]) -> "Comparison":
         """The comparison `allennlp tune-compare` was given (`args`, its parsed command line;
         `ext_vars`, its `--ext-var`s parsed)."""
-        return cls(
-            task=args.task,
-            encoder=args.encoder,
-            modes=args.modes,
-            seeds=args.seeds,
-            results_dir=args.results_dir,
-            ext_vars=ext_vars,
-            overrides=args.overrides,
-            encoder_label=args.encoder_label,
-            cuda_device=args.cuda_device,
-            sequential=args.sequential,
-            looks=args.looks,
-            margin=args.margin,
-            budget=args.budget,
-            budget_unit=args.budget_unit,
-            pruner=args.pruner,
-            spaces=args.space or None,
-            coordinator=args.coordinator,
-            heartbeat=args.heartbeat,
-            grace=args.grace,
-            keep_failed=args.keep_failed,
-            keep_checkpoints=args.keep_checkpoints,
-            progress=not args.no_progress,
-            plan=not args.no_plan,
-            plan_only=args.plan_only,
-            calibrate=not args.no_calibrate,
-            retrain_changed=args.retrain_changed,
-        )
+        # Each field is the option of its name, except these, said the other way round.
+        negated = {"progress": "no_progress", "plan": "no_plan", "calibrate": "no_calibrate"}
+        named = [f.name for f in fields(cls) if f.name not in ("ext_vars", "spaces", *negated)]
+        options = {name: getattr(args, name) for name in named}
+        options.update({name: not getattr(args, flag) for name, flag in negated.items()})
+        return cls(ext_vars=ext_vars, spaces=args.space or None, **options)
