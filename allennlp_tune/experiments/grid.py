@@ -180,7 +180,7 @@ def _before_training(
     whose plans (by config stem) go to `grid.plans`, and the damaged runs with what failed
     (`find_damaged_runs`, `grid.damaged`), which the plan counts as runs to do.
     """
-    results_dir, ext_vars, overrides = grid.results_dir, grid.ext_vars, grid.overrides
+    results_dir, overrides = grid.results_dir, grid.overrides
     damaged = find_damaged_runs(configs, seeds, results_dir)
     changed, unverified = [], []
     for config in configs:
@@ -201,17 +201,7 @@ def _before_training(
     grid.damaged = damaged
     if plan or plan_only:
         grid.plans = _plan_before_training(
-            configs,
-            plan_seeds or seeds,
-            results_dir,
-            ext_vars,
-            overrides,
-            grid.shared_cache,
-            plan_only,
-            grid.tool,
-            grid.retrain | set(damaged),
-            grid.config_ext_vars,
-            calibrate,
+            configs, plan_seeds or seeds, grid, plan_only, grid.retrain | set(damaged), calibrate
         )
 
 
@@ -250,36 +240,30 @@ def pending_seeds(
 def _plan_before_training(
     configs: Sequence[Path],
     seeds: Sequence[int],
-    results_dir: Path,
-    ext_vars: Optional[Dict[str, str]],
-    overrides: Optional[str],
-    shared_cache: Optional[Path],
+    grid: "_Grid",
     plan_only: bool,
-    tool: str,
     retrain: Iterable[Path] = (),
-    config_ext_vars: Optional[Dict[Path, Dict[str, str]]] = None,
     calibrate: bool = True,
 ) -> Dict[str, Any]:
     """The planner's table for the configs with a run to do (`retrain`: complete runs that will
     train again), calibrated on this machine when `calibrate` and `TUNE_PLAN_CALIBRATE` allow;
-    raises when a cache won't fit. Returns the plans by config stem."""
+    raises when a cache won't fit. Returns the plans by config stem. The folder, the ext vars
+    (the grid's and each config's), the overrides and the shared cache are `grid`'s."""
     from allennlp_tune.modules.feature_cache import user_cache_directory
     from allennlp_tune.planning.plan import plan_cell
     from allennlp_tune.planning.render import show_plans
 
+    results_dir, ext_vars = grid.results_dir, grid.ext_vars
     retrain = set(retrain)  # once, for every config below
     plans = []
     for config in configs:
         pending = pending_seeds(config, seeds, results_dir, retrain)
         if not pending:
             continue
-        run_ext_vars = {
-            **_ext_vars_of(config, ext_vars, config_ext_vars),
-            SEED_EXT_VAR: str(pending[0]),
-        }
-        cache_directory = shared_cache or user_cache_directory(ext_vars)
+        run_ext_vars = {**grid.ext_vars_of(config), SEED_EXT_VAR: str(pending[0])}
+        cache_directory = grid.shared_cache or user_cache_directory(ext_vars)
         cell = plan_cell(
-            config, run_ext_vars, overrides, Path(cache_directory) if cache_directory else None
+            config, run_ext_vars, grid.overrides, Path(cache_directory) if cache_directory else None
         )
         cell.pending_runs = len(pending)
         # The grid's runs share the cache folder until its last run (module docstring).
@@ -298,18 +282,9 @@ def _plan_before_training(
     if not plans:
         return {}
     show_plans(
-        plans, f"plan of the {len(plans)} cell(s) with runs to do", tool, plan_only, calibrate
+        plans, f"plan of the {len(plans)} cell(s) with runs to do", grid.tool, plan_only, calibrate
     )
     return {cell.stem: cell for cell in plans}
-
-
-def _ext_vars_of(
-    config: Path,
-    ext_vars: Optional[Dict[str, str]],
-    config_ext_vars: Optional[Dict[Path, Dict[str, str]]],
-) -> Dict[str, str]:
-    """The ext vars of `config`'s runs: the grid's, then the config's own over them."""
-    return {**(ext_vars or {}), **(config_ext_vars or {}).get(config, {})}
 
 
 def _shared_cache(results_dir: Path, ext_vars: Optional[Dict[str, str]]) -> Optional[Path]:
@@ -353,7 +328,8 @@ class _Grid:
     damaged: Dict[Path, str] = field(default_factory=dict)
 
     def ext_vars_of(self, config: Path) -> Dict[str, str]:
-        return _ext_vars_of(config, self.ext_vars, self.config_ext_vars)
+        """The ext vars of `config`'s runs: the grid's, then the config's own over them."""
+        return {**(self.ext_vars or {}), **(self.config_ext_vars or {}).get(config, {})}
 
     def run(self, config: Path, seed: int, bar: Any, lock_fd: int) -> None:
         """Trains `config` with `seed` unless its run is kept; moves a previous attempt aside."""
