@@ -54,6 +54,7 @@ from allennlp_tune.rundir import (
     TEST_PREDICTIONS_NAME,
     TEST_RECORD_KEY,
     archive_stamp,
+    current_test_record,
     find_run_dirs,
     is_complete,
     read_json,
@@ -93,15 +94,12 @@ def _data_digest(path: str) -> Optional[str]:
 
 def is_scored(run_dir: Path) -> bool:
     """Whether the run's test record names its current archive and test file's content."""
-    info = read_json(Path(run_dir) / RUN_INFO_NAME) or {}
-    record = info.get(TEST_RECORD_KEY)
-    if not isinstance(record, dict) or "error" in record:
-        return False
-    if not (Path(run_dir) / TEST_PREDICTIONS_NAME).is_file():
-        return False
+    record = current_test_record(run_dir, read_json(Path(run_dir) / RUN_INFO_NAME) or {})
     path = run_test_path(run_dir)
+    # Stricter than the report's `current_test_record`: a run whose archive is gone scores again.
     return (
-        record.get("archive") == archive_stamp(run_dir)
+        record is not None
+        and record.get("archive") == archive_stamp(run_dir)
         and path is not None
         and record.get("data") == _data_digest(path)
     )
