@@ -8,7 +8,8 @@ class PairEncoder(torch.nn.Module, Registrable):
     a sentence-pair model between the (separately run) encoder and the output layer.
 
     `forward(premise, premise_mask, hypothesis, hypothesis_mask)` takes two sequences of shape
-    `(batch_size, length, input_dim)` with their masks and returns `(batch_size, output_dim)`.
+    `(batch_size, length, input_dim)` with their masks and returns `(batch_size, output_dim)`;
+    an implementation defines it (torch's `Module.forward` raises until then).
 
     The base class is not a component itself; the default implementation is
     `bi_attention_pair`. An implementation takes its input size as `input_dim`: the model that
@@ -22,13 +23,4 @@ class PairEncoder(torch.nn.Module, Registrable):
         raise NotImplementedError
 
     def get_output_dim(self) -> int:
-        raise NotImplementedError
-
-    def forward(  # type: ignore[override]
-        self,
-        premise: torch.Tensor,
-        premise_mask: torch.BoolTensor,
-        hypothesis: torch.Tensor,
-        hypothesis_mask: torch.BoolTensor,
-    ) -> torch.Tensor:
         raise NotImplementedError
