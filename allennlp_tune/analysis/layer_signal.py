@@ -35,7 +35,7 @@ import itertools
 import logging
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -67,14 +67,7 @@ class GroupSignal:
     parameters: int
 
     def as_dict(self) -> Dict[str, Any]:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "rgn": self.rgn,
-            "grad_norm": self.grad_norm,
-            "weight_norm": self.weight_norm,
-            "parameters": self.parameters,
-        }
+        return asdict(self)
 
 
 def group_norms(parameters: Sequence[torch.nn.Parameter]) -> Tuple[float, float]:

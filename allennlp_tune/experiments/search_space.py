@@ -18,14 +18,6 @@ from allennlp.common.checks import ConfigurationError
 from allennlp_tune.rundir import SEED_EXT_VAR, metric_of_config
 
 
-def _is_int_literal(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class SearchParam:
     """One searched ext var: a float or integer range, or a list of string choices."""
@@ -65,7 +57,8 @@ class SearchParam:
                 raise ConfigurationError(f"--param {spec!r}: low ({low}) must be below high.")
             if log and low <= 0:
                 raise ConfigurationError(f"--param {spec!r}: a log range needs low > 0.")
-            integer = _is_int_literal(parts[0]) and _is_int_literal(parts[1])
+            # Both ends written as whole numbers (float read them: only digits after the sign).
+            integer = all(part.strip().lstrip("+-").isdigit() for part in parts[:2])
             return cls(name, low, high, log=log, integer=integer, text=spec)
         choices = tuple(choice.strip() for choice in values.split(","))
         if len(choices) < 2 or not all(choices):
