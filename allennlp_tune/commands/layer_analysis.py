@@ -1,5 +1,6 @@
 """
-What `allennlp probe` and `allennlp mi` share: their model and data arguments, checking them,
+What `allennlp probe` and `allennlp mi` share: their parser and its model and data arguments
+(`LayerSubcommand`), checking them,
 and loading each encoder (pretrained first, then fine-tuned) with a reader for its tokenizer.
 """
 
@@ -9,23 +10,36 @@ import logging
 import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
 
-def layer_subparser(
-    parser: argparse._SubParsersAction, name: str, description: str, train_file: bool
-) -> argparse.ArgumentParser:
-    """The subcommand's parser, with the model, data, feature and output arguments they share."""
-    subparser = parser.add_parser(
-        name,
-        description=description,
-        help=description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_model_and_data_arguments(subparser, train_file)
-    return subparser
+class LayerSubcommand(Subcommand):
+    """
+    A subcommand over every layer of a pretrained and/or fine-tuned transformer (`probe`, `mi`):
+    its parser, with `description`, the model, data, feature and output arguments they share
+    (a train file with `train_file`), then its own (`add_options`). Not registered itself.
+    """
+
+    description = ""
+    train_file = False
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        subparser = parser.add_parser(
+            self.name,
+            description=self.description,
+            help=self.description,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
+        add_model_and_data_arguments(subparser, self.train_file)
+        self.add_options(subparser)
+        return subparser
+
+    def add_options(self, subparser: argparse.ArgumentParser) -> None:
+        """The subcommand's own arguments, and its function (`set_defaults(func=...)`)."""
+        raise NotImplementedError
 
 
 def add_model_and_data_arguments(subparser: argparse.ArgumentParser, train_file: bool) -> None:

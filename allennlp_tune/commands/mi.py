@@ -51,10 +51,10 @@ from typing import Any, Dict, Tuple
 from allennlp.commands.subcommand import Subcommand
 
 from allennlp_tune.commands.layer_analysis import (
+    LayerSubcommand,
     check_arguments,
     encoders,
     format_table,
-    layer_subparser,
     reader_type,
     write_json,
 )
@@ -65,18 +65,19 @@ _OLD_CORRECTED_NAME = "edge_projected_corrected"
 
 
 @Subcommand.register("mi")
-class MutualInformation(Subcommand):
+class MutualInformation(LayerSubcommand):
     """
     Registered as a `Subcommand` with name "mi". Run `allennlp mi --help` for the options.
     """
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Estimate the mutual information between every layer of a pretrained and/or "
-            "fine-tuned transformer and the labels with EDGE, with a random-label control and "
-            "a probe's variational lower bound."
-        )
-        subparser = layer_subparser(parser, self.name, description, train_file=False)
+    description = (
+        "Estimate the mutual information between every layer of a pretrained and/or "
+        "fine-tuned transformer and the labels with EDGE, with a random-label control and "
+        "a probe's variational lower bound."
+    )
+    train_file = False
+
+    def add_options(self, subparser: argparse.ArgumentParser) -> None:
         estimator = subparser.add_argument_group("EDGE estimator")
         estimator.add_argument(
             "--estimator",
@@ -117,7 +118,6 @@ class MutualInformation(Subcommand):
             help="equal-frequency bins for real-valued labels (STS-B scores)",
         )
         subparser.set_defaults(func=mi_from_args)
-        return subparser
 
 
 def mi_from_args(args: argparse.Namespace) -> Dict[str, Any]:

@@ -38,10 +38,10 @@ from typing import Any, Dict, List
 from allennlp.commands.subcommand import Subcommand
 
 from allennlp_tune.commands.layer_analysis import (
+    LayerSubcommand,
     check_arguments,
     encoders,
     format_table,
-    layer_subparser,
     reader_type,
     write_json,
 )
@@ -50,17 +50,18 @@ logger = logging.getLogger(__name__)
 
 
 @Subcommand.register("probe")
-class Probe(Subcommand):
+class Probe(LayerSubcommand):
     """
     Registered as a `Subcommand` with name "probe". Run `allennlp probe --help` for the options.
     """
 
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Fit one diagnostic classifier per layer of a pretrained and/or fine-tuned "
-            "transformer and report its dev metric per layer (JSON and PNG)."
-        )
-        subparser = layer_subparser(parser, self.name, description, train_file=True)
+    description = (
+        "Fit one diagnostic classifier per layer of a pretrained and/or fine-tuned "
+        "transformer and report its dev metric per layer (JSON and PNG)."
+    )
+    train_file = True
+
+    def add_options(self, subparser: argparse.ArgumentParser) -> None:
         probes = subparser.add_argument_group("probe")
         probes.add_argument(
             "--probe",
@@ -87,7 +88,6 @@ class Probe(Subcommand):
             "compression against the uniform code, per layer (writes mdl.png)",
         )
         subparser.set_defaults(func=probe_from_args)
-        return subparser
 
 
 def probe_from_args(args: argparse.Namespace) -> Dict[str, Any]:
