@@ -132,6 +132,25 @@ class BudgetJob:
         """Where the studies and their trials live: `RESULTS_DIR/search`."""
         return Path(self.results_dir) / BUDGET_SEARCH_DIR
 
+    @property
+    def trial_ext_vars(self) -> Dict[str, str]:
+        """What every trial trains with: the job's ext vars at the search's seed."""
+        return {**self.ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+
+    def space_of(self, mode: str) -> Tuple[List[SearchParam], List[str]]:
+        """The mode's search space: its parameters and their `--param` texts."""
+        texts = list(space_texts(mode, self.family, self.spaces))
+        return mode_space(mode, self.family, self.spaces), texts
+
+    def start_of(
+        self, study: Any, config: Path, params: Sequence[SearchParam]
+    ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
+        """The setting the mode's search starts with, and its notes: as its study keeps them,
+        or, for a new study (or none yet), read off the config (`default_setting`)."""
+        if study is not None and "budget_start" in study.user_attrs:
+            return study.user_attrs["budget_start"], list(study.user_attrs["budget_notes"])
+        return default_setting(config, params, self.trial_ext_vars, self.overrides)
+
 
 @dataclass
 class ModeSearch:

@@ -25,15 +25,12 @@ from allennlp_tune.experiments.budget import (
     _reclaim_dead_trials,
     budget_pruner,
     counted_trials,
-    default_setting,
     keep_pruner,
     mode_result,
-    mode_space,
-    space_texts,
     trial_seeded_sampler,
 )
 from allennlp_tune.experiments.search import interrupted_settings, run_search
-from allennlp_tune.rundir import SEED_EXT_VAR, config_stem
+from allennlp_tune.rundir import config_stem
 
 
 def _search_mode(
@@ -50,8 +47,7 @@ def _search_mode(
     """
     from allennlp_tune.experiments.budget_compute import trials_compute
 
-    params = mode_space(mode, job.family, job.spaces)
-    space = list(space_texts(mode, job.family, job.spaces))
+    params, space = job.space_of(mode)
     name = config_stem(config)
     study = _resumed_study(storage, name, job.search_dir, space, job.pruner, job.keep_checkpoints)
     finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
@@ -68,11 +64,7 @@ def _search_mode(
     remaining, stop = _trials_left(job.budget, done, spent, compute)
     again = interrupted_settings(study) if study is not None else []
     # The start is read off the config once, when the study is new, and kept with it.
-    if study is not None and "budget_start" in study.user_attrs:
-        start, notes = study.user_attrs["budget_start"], list(study.user_attrs["budget_notes"])
-    else:
-        variables = {**job.ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
-        start, notes = default_setting(config, params, variables, job.overrides)
+    start, notes = job.start_of(study, config, params)
     _say_search(job.tool, mode, job.budget, compute, space, done, spent, remaining, notes, again)
     if remaining > 0:
         print(

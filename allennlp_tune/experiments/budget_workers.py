@@ -55,11 +55,8 @@ from allennlp_tune.experiments.budget import (
     _finished,
     budget_pruner,
     budget_record,
-    default_setting,
     keep_pruner,
     mode_result,
-    mode_space,
-    space_texts,
     trial_seeded_sampler,
 )
 from allennlp_tune.experiments.lock import ResultsDirLock
@@ -81,7 +78,7 @@ from allennlp_tune.experiments.workers import (
     grid_identity,
     worker_name,
 )
-from allennlp_tune.rundir import SEED_EXT_VAR, config_stem, write_json
+from allennlp_tune.rundir import config_stem, write_json
 from allennlp_tune.rundir.names import BUDGET_NAME
 
 # The user attr that makes a trial one of a study's K slots.
@@ -126,8 +123,8 @@ def _open_slots(study: Any) -> Tuple[int, int]:
 class _Mode:
     """One mode's shared study and what its trials need."""
 
-    def __init__(self, mode: str, config: Path, space: List[str], params: List[Any]) -> None:
-        self.mode, self.config, self.space, self.params = mode, config, space, params
+    def __init__(self, mode: str, config: Path, params: List[Any], space: List[str]) -> None:
+        self.mode, self.config, self.params, self.space = mode, config, params, space
         self.stem = config_stem(config)
         self.study: Any = None
         self.objective: Optional[_Trials] = None
@@ -162,19 +159,11 @@ def run_shared_budget(
             f"{job.search_dir} holds the searches of one process (optuna.db): finish them without "
             "--coordinator, or give the workers another --results-dir."
         )
-    modes = [
-        _Mode(
-            mode,
-            config,
-            list(space_texts(mode, job.family, job.spaces)),
-            mode_space(mode, job.family, job.spaces),
-        )
-        for mode, config in job.configs.items()
-    ]
+    modes = [_Mode(mode, config, *job.space_of(mode)) for mode, config in job.configs.items()]
     identity = search_identity(
         job.configs, {m.mode: m.space for m in modes}, job.ext_vars, job.overrides
     )
-    fixed = {**job.ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+    fixed = job.trial_ext_vars
     name = worker_name()
     with ResultsDirLock(job.results_dir, shared=True):
         prefix = _claim_folder(job.search_dir, identity, coordinator)
@@ -244,13 +233,9 @@ def _set_up(
             "trials already, more than the budget; give --budget "
             f"{len(counted)} or more (every mode then gets that many), or another --results-dir."
         )
-    if "budget_start" in study.user_attrs:
-        mode.start, mode.notes = (
-            study.user_attrs["budget_start"],
-            list(study.user_attrs["budget_notes"]),
-        )
-    else:
-        mode.start, mode.notes = default_setting(mode.config, mode.params, fixed, job.overrides)
+    new = "budget_start" not in study.user_attrs
+    mode.start, mode.notes = job.start_of(study, mode.config, mode.params)
+    if new:
         study.set_user_attr("budget_space", mode.space)
         study.set_user_attr("budget_start", mode.start)
         study.set_user_attr("budget_notes", mode.notes)
