@@ -1,15 +1,14 @@
-from typing import Iterable, Optional
+from typing import Optional, Tuple
 
-from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
-from allennlp.data.instance import Instance
+from allennlp.data.dataset_readers.dataset_reader import DatasetReader
 
-from allennlp_tune.data.dataset_readers.task_reader import TaskReader
+from allennlp_tune.data.dataset_readers.task_reader import SentenceTaskReader
 
 LABELS = {"0": "0", "1": "1"}
 
 
 @DatasetReader.register("cola")
-class ColaReader(TaskReader):
+class ColaReader(SentenceTaskReader):
     """
     Reads CoLA's raw release files (`in_domain_train.tsv`, `in_domain_dev.tsv`,
     `out_of_domain_dev.tsv`; GLUE's `train.tsv` / `dev.tsv` are the same format): UTF-8,
@@ -30,15 +29,6 @@ class ColaReader(TaskReader):
     (`tokenizer`, `token_indexers`, `skip_invalid`: see `TaskReader`)
     """
 
-    def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
-        def parse(line_number: int, line: str):
-            fields = self.split(line, 4, "source, label, original_judgment, sentence")
-            return self.text(fields[3], "sentence"), self.label(fields[1], LABELS)
-
-        for sentence, label in self._parse_all(file_path, parse):
-            yield self.text_to_instance(sentence, label)
-
-    def text_to_instance(  # type: ignore[override]
-        self, sentence: str, label: Optional[str] = None
-    ) -> Instance:
-        return self.sentence_instance(sentence, label)
+    def parse_line(self, line_number: int, line: str) -> Optional[Tuple[str, str]]:
+        fields = self.split(line, 4, "source, label, original_judgment, sentence")
+        return self.text(fields[3], "sentence"), self.label(fields[1], LABELS)

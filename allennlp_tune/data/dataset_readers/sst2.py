@@ -1,15 +1,14 @@
-from typing import Iterable, Optional
+from typing import Optional, Tuple
 
-from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrStr
-from allennlp.data.instance import Instance
+from allennlp.data.dataset_readers.dataset_reader import DatasetReader
 
-from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, TaskReader
+from allennlp_tune.data.dataset_readers.task_reader import InvalidRow, SentenceTaskReader
 
 LABELS = {"0": "0", "1": "1"}
 
 
 @DatasetReader.register("sst2")
-class Sst2Reader(TaskReader):
+class Sst2Reader(SentenceTaskReader):
     """
     Reads binary SST (SST-2) in GLUE's format or SentEval's.
 
@@ -32,19 +31,10 @@ class Sst2Reader(TaskReader):
     (`tokenizer`, `token_indexers`, `skip_invalid`: see `TaskReader`)
     """
 
-    def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
-        def parse(line_number: int, line: str):
-            if line_number == 1 and line == "sentence\tlabel":
-                return None
-            sentence, tab, label = line.rpartition("\t")
-            if not tab:
-                raise InvalidRow("no tab found, expected 'sentence<TAB>label'")
-            return self.text(sentence.rstrip(" "), "sentence"), self.label(label, LABELS)
-
-        for sentence, label in self._parse_all(file_path, parse):
-            yield self.text_to_instance(sentence, label)
-
-    def text_to_instance(  # type: ignore[override]
-        self, sentence: str, label: Optional[str] = None
-    ) -> Instance:
-        return self.sentence_instance(sentence, label)
+    def parse_line(self, line_number: int, line: str) -> Optional[Tuple[str, str]]:
+        if line_number == 1 and line == "sentence\tlabel":
+            return None
+        sentence, tab, label = line.rpartition("\t")
+        if not tab:
+            raise InvalidRow("no tab found, expected 'sentence<TAB>label'")
+        return self.text(sentence.rstrip(" "), "sentence"), self.label(label, LABELS)

@@ -3,7 +3,8 @@
 Not registered itself. Every task reader reads its files through `TaskReader._lines`, which
 turns every problem a user can cause into a `ConfigurationError` naming the file, the line and
 what was expected (or, with `skip_invalid: true`, logs each skipped row and the total), and
-builds instances through `TaskReader.sentence_instance` or `PairTaskReader.pair_instance`.
+builds instances through `TaskReader.sentence_instance` (`SentenceTaskReader`) or
+`PairTaskReader.pair_instance`.
 """
 
 import codecs
@@ -419,6 +420,34 @@ class TaskReader(DatasetReader):
         for field in instance.fields.values():
             if isinstance(field, TextField):
                 field.token_indexers = self._token_indexers
+
+
+class SentenceTaskReader(TaskReader):
+    """
+    Base class of the single-sentence task readers (SST-2, CoLA; not registered): each line of
+    the file goes through `parse_line`, and each valid row becomes an instance with `tokens` and
+    `label`.
+
+    # Parameters
+
+    (`tokenizer`, `token_indexers`, `skip_invalid`: see `TaskReader`)
+    """
+
+    def _read(self, file_path: PathOrStr) -> Iterable[Instance]:
+        for sentence, label in self._parse_all(file_path, self.parse_line):
+            yield self.text_to_instance(sentence, label)
+
+    def parse_line(self, line_number: int, line: str) -> Optional[Tuple[str, str]]:
+        """
+        One line of the file as `(sentence, label)`, `None` for a line to ignore (a header), or
+        raises `InvalidRow` naming what is wrong with it.
+        """
+        raise NotImplementedError
+
+    def text_to_instance(  # type: ignore[override]
+        self, sentence: str, label: Optional[str] = None
+    ) -> Instance:
+        return self.sentence_instance(sentence, label)
 
 
 class PairTaskReader(TaskReader):
