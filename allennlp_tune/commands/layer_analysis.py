@@ -46,20 +46,15 @@ def add_model_and_data_arguments(subparser: argparse.ArgumentParser, train_file:
     models = subparser.add_argument_group("models (give one or both)")
     models.add_argument(
         "--archive",
-        type=str,
-        default=None,
         help="a fine-tuned AllenNLP archive (model.tar.gz) whose model holds a transformer",
     )
     models.add_argument(
         "--model-name",
-        type=str,
-        default=None,
         help="a pretrained Hugging Face encoder: model name or folder",
     )
     data = subparser.add_argument_group("data")
     data.add_argument(
         "--reader",
-        type=str,
         required=True,
         help="a dataset reader name (sst2, cola, mrpc, sts_b, ...) or its JSON config, e.g. "
         '\'{"type": "mrpc", "ids_file": "dev_ids.tsv"}\'; the tokenizer defaults to the '
@@ -68,24 +63,18 @@ def add_model_and_data_arguments(subparser: argparse.ArgumentParser, train_file:
     if train_file:
         data.add_argument(
             "--dev-reader",
-            type=str,
-            default=None,
             help="a different reader for the dev file (default: --reader), e.g. MRPC's "
             "release train file read with ids_file/ids 'exclude' and GLUE's dev.tsv with 'mrpc'",
         )
-        data.add_argument(
-            "--train-file", type=str, required=True, help="data the probes are fit on"
-        )
+        data.add_argument("--train-file", required=True, help="data the probes are fit on")
     data.add_argument(
         "--dev-file",
-        type=str,
         required=True,
         help="data the probes are scored on" if train_file else "data the MI is measured on",
     )
     data.add_argument(
         "--max-instances",
         type=int,
-        default=None,
         help="read at most this many instances from each file",
     )
     features = subparser.add_argument_group("features")
@@ -97,7 +86,6 @@ def add_model_and_data_arguments(subparser: argparse.ArgumentParser, train_file:
     )
     features.add_argument(
         "--layers",
-        type=str,
         default="all",
         help="'all', or indices and ranges like '0,6,12' or '8-12' (0 = embeddings, -1 = top)",
     )
@@ -106,9 +94,7 @@ def add_model_and_data_arguments(subparser: argparse.ArgumentParser, train_file:
         "--cuda-device", type=int, default=-1, help="GPU to run the encoder on (-1 = CPU)"
     )
     output = subparser.add_argument_group("output")
-    output.add_argument(
-        "--output-dir", type=str, required=True, help="where the JSON and PNG files go"
-    )
+    output.add_argument("--output-dir", required=True, help="where the JSON and PNG files go")
     output.add_argument("--seed", type=int, default=0, help="seed of probes and estimators")
 
 
