@@ -46,6 +46,7 @@ from peak_memory import in_fresh_process
 
 import allennlp_tune.data  # noqa: F401  (the sick reader)
 import allennlp_tune.modules  # noqa: F401  (tune_transformer)
+from allennlp_tune.modules.token_embedders.wordpieces import Wordpieces
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 0.10
@@ -164,9 +165,8 @@ class FloorRun:
             for batch in loader:
                 tokens = batch["tokens"]["tokens"]
                 mask = tokens["mask"]
-                layers = self.embedder._layer_outputs(  # (num_layers, batch, width, dim)
-                    tokens["token_ids"], mask, tokens.get("type_ids"), None
-                )
+                inputs = Wordpieces(tokens["token_ids"], mask, tokens.get("type_ids"))
+                layers = self.embedder._layer_outputs(inputs)  # (num_layers, batch, width, dim)
                 # Through float16 as the cache stores them, zero beyond each row's length.
                 layers = layers.to(torch.float16).float() * mask[None, :, :, None]
                 self.batches.append((layers, mask, batch["label"]))

@@ -26,6 +26,7 @@ from allennlp_tune.modules.token_embedders import (
     TuneTransformerEmbedder,
     TuneTransformerMismatchedEmbedder,
 )
+from allennlp_tune.modules.token_embedders.wordpieces import Wordpieces
 
 from .conftest import _generated_versioned_families, fixture_script
 
@@ -111,7 +112,7 @@ def test_the_mix_covers_the_embeddings_every_layer_and_the_normed_output(modernb
     ids, mask = tensors["token_ids"], tensors["mask"]
     with torch.no_grad():
         expected = model(input_ids=ids, attention_mask=mask.long(), output_hidden_states=True)
-        layers = embedder._layer_outputs(ids, mask, None, None)
+        layers = embedder._layer_outputs(Wordpieces(ids, mask))
     assert layers.shape == (4, 1, ids.size(1), 16)
     # 0: the embedding output; 3: the model's output, after final_norm, on every version
     # (transformers 4.48-4.57 return the state before final_norm as hidden_states[-1]).

@@ -20,9 +20,9 @@ from allennlp_tune.modules.feature_cache.store import row_keys
 
 class PooledLayersMixin:
     """
-    Needs the embedder's `_row_inputs`, `_check_folding_inputs`, `_usable_type_ids`,
-    `_cache_key_prefix`, `_mix_layers`, and its `_layers`, `_selection`, `_scalar_mix`,
-    `_dropout`, `_feature_cache`, `_owner`, `output_dim`, `is_frozen` and `mode`.
+    Needs the embedder's `_checked_inputs`, `_row_inputs`, `_cache_key_prefix`, `_mix_layers`,
+    and its `_layers`, `_selection`, `_scalar_mix`, `_dropout`, `_feature_cache`, `_owner`,
+    `output_dim`, `is_frozen` and `mode`.
     """
 
     def pooled_layers(
@@ -48,16 +48,12 @@ class PooledLayersMixin:
                 f"{self._owner}: pooled layers are cached features of a frozen encoder, but its "
                 f"mode is {self.mode!r}; use mode feature_extraction for a frozen head."
             )
-        self._check_folding_inputs(mask, segment_concat_mask)
-        if type_ids is not None:
-            type_ids = self._usable_type_ids(type_ids)
-        input_lengths, lengths, compute = self._row_inputs(
-            token_ids, mask, type_ids, segment_concat_mask
-        )
+        inputs = self._checked_inputs(token_ids, mask, type_ids, segment_concat_mask)
+        input_lengths, lengths, compute = self._row_inputs(inputs)
         keys = row_keys(
             self._cache_key_prefix(POOLED_SELECTION + self._selection),
             token_ids,
-            type_ids,
+            inputs.type_ids,
             input_lengths,
         )
         pooled = pooled_through_cache(

@@ -21,6 +21,7 @@ from allennlp_tune.modules.token_embedders.prefix_cache import (
     check_prefix_cache,
     replayed_prefix,
 )
+from allennlp_tune.modules.token_embedders.wordpieces import Wordpieces
 
 logger = logging.getLogger(__name__)
 
@@ -453,21 +454,32 @@ class TuneTransformerEmbedder(
         Same inputs as AllenNLP's `pretrained_transformer` embedder (the output of the
         `pretrained_transformer` indexer); returns `(batch_size, num_wordpieces, hidden_size)`.
         """
-        self._check_folding_inputs(mask, segment_concat_mask)
-        if type_ids is not None:
-            type_ids = self._usable_type_ids(type_ids)
+        inputs = self._checked_inputs(token_ids, mask, type_ids, segment_concat_mask)
         lowest = self._cached_block_start()
         if self.uses_feature_cache:
-            embeddings = self._mixed_from_cache(token_ids, mask, type_ids, segment_concat_mask)
+            embeddings = self._mixed_from_cache(inputs)
         elif lowest is not None:
             embeddings = self._mix_layers(
-                self._block_over_cache(token_ids, mask, type_ids, lowest), mask
+                self._block_over_cache(token_ids, mask, inputs.type_ids, lowest), mask
             )
         else:
             with self._encoder_context():
-                layers = self._layer_outputs(token_ids, mask, type_ids, segment_concat_mask)
+                layers = self._layer_outputs(inputs)
             embeddings = self._mix_layers(layers, mask)
         return self._dropout(embeddings)
+
+    def _checked_inputs(
+        self,
+        token_ids: torch.LongTensor,
+        mask: torch.BoolTensor,
+        type_ids: Optional[torch.LongTensor],
+        segment_concat_mask: Optional[torch.BoolTensor],
+    ) -> Wordpieces:
+        """`forward`'s inputs, their folding checked and their type ids made usable."""
+        self._check_folding_inputs(mask, segment_concat_mask)
+        if type_ids is not None:
+            type_ids = self._usable_type_ids(type_ids)
+        return Wordpieces(token_ids, mask, type_ids, segment_concat_mask)
 
     def _cached_block_start(self) -> Optional[int]:
         """
@@ -639,14 +651,9 @@ class TuneTransformerEmbedder(
         elif not same:
             raise ConfigurationError(message)
 
-    def _layer_outputs(
-        self,
-        token_ids: torch.LongTensor,
-        mask: torch.BoolTensor,
-        type_ids: Optional[torch.LongTensor],
-        segment_concat_mask: Optional[torch.BoolTensor],
-    ) -> torch.Tensor:
+    def _layer_outputs(self, inputs: Wordpieces) -> torch.Tensor:
         """The selected hidden states, `(num_selected_layers, batch, num_wordpieces, dim)`."""
+        token_ids, mask, type_ids, segment_concat_mask = inputs
         batch_size, num_segment_concat_wordpieces = token_ids.size()
         fold = self._max_length is not None and num_segment_concat_wordpieces > self._max_length
         if fold:
@@ -698,58 +705,38 @@ class TuneTransformerEmbedder(
         )
 
     def _row_inputs(
-        self,
-        token_ids: torch.LongTensor,
-        mask: torch.BoolTensor,
-        type_ids: Optional[torch.LongTensor],
-        segment_concat_mask: Optional[torch.BoolTensor],
+        self, inputs: Wordpieces
     ) -> Tuple[List[int], List[int], Callable[[List[int]], torch.Tensor]]:
         """
         Each row's input length (folded form when max_length is set) and unpadded length, and
         `compute(rows)`: the selected layers of those rows alone, `(num_layers, len(rows),
         >= their longest length, dim)`, for the caches' missing rows.
         """
-        input_mask = segment_concat_mask if self._max_length is not None else mask
+        folded = self._max_length is not None
+        input_mask = inputs.segment_concat_mask if folded else inputs.mask
         input_lengths = input_mask.sum(-1).tolist()
-        lengths = mask.sum(-1).tolist()
+        lengths = inputs.mask.sum(-1).tolist()
 
         def compute(rows: List[int]) -> torch.Tensor:
-            index = torch.tensor(rows, device=token_ids.device)
+            index = torch.tensor(rows, device=inputs.token_ids.device)
             input_width = max(input_lengths[row] for row in rows)
             width = max(lengths[row] for row in rows)
-            sub_types = type_ids[index, :input_width] if type_ids is not None else None
-            if sub_types is not None and sub_types.max() == 0:
-                sub_types = None
-            sub_segments = (
-                segment_concat_mask[index, :input_width]
-                if segment_concat_mask is not None
-                else None
-            )
-            return self._layer_outputs(
-                token_ids[index, :input_width], mask[index, :width], sub_types, sub_segments
-            )
+            return self._layer_outputs(inputs.rows(index, input_width, width))
 
         return input_lengths, lengths, compute
 
-    def _mixed_from_cache(
-        self,
-        token_ids: torch.LongTensor,
-        mask: torch.BoolTensor,
-        type_ids: Optional[torch.LongTensor],
-        segment_concat_mask: Optional[torch.BoolTensor],
-    ) -> torch.Tensor:
+    def _mixed_from_cache(self, inputs: Wordpieces) -> torch.Tensor:
         # A row's key covers its ids up to its own length (folded form when max_length is set),
         # so padding and batch composition do not matter.
-        input_lengths, lengths, compute = self._row_inputs(
-            token_ids, mask, type_ids, segment_concat_mask
-        )
-        keys = row_keys(self._cache_key_prefix(self._selection), token_ids, type_ids, input_lengths)
+        input_lengths, lengths, compute = self._row_inputs(inputs)
+        prefix = self._cache_key_prefix(self._selection)
+        keys = row_keys(prefix, inputs.token_ids, inputs.type_ids, input_lengths)
         return self._mixed_through_cache(
             keys,
             lengths,
-            width=mask.size(1),
+            width=inputs.mask.size(1),
             num_layers=len(self._layers),
             dim=self.output_dim,
             compute=compute,
-            device=token_ids.device,
+            device=inputs.token_ids.device,
         )
