@@ -98,7 +98,6 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.changed import changed_runs_message, find_changed_runs
 from allennlp_tune.experiments.configs import check_results_dir
-from allennlp_tune.experiments.fingerprint import FINGERPRINT_KEY, fingerprint
 from allennlp_tune.experiments.lock import LOCK_FD_ENV, ResultsDirLock
 from allennlp_tune.experiments.outputs import (
     PREDICT_LOG_NAME,
@@ -125,7 +124,6 @@ from allennlp_tune.experiments.workers import (
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     BUDGET_SEARCH_DIR,
-    CONFIG_NAME,
     COST_NAME,
     FAILED,
     METRICS_NAME,
@@ -490,7 +488,6 @@ class _Grid:
         """Adds the run's fingerprint and outputs (archive size, dev predictions) to `info`,
         then tidies the run unless `keep_checkpoints`."""
         self.result.trained.append(run_dir)
-        info[FINGERPRINT_KEY] = fingerprint(read_json(run_dir / CONFIG_NAME) or {})
         bar.set_postfix_str(f"{label}, dev predictions")
         info.update(record_run_outputs(run_dir, environment, self.predict))
         if "predictions_error" in info:

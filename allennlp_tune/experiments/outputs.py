@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.experiments.fingerprint import FINGERPRINT_KEY, fingerprint
 from allennlp_tune.experiments.process import last_line, train_subprocess
 from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
@@ -265,13 +266,17 @@ def record_run_outputs(
 ) -> Dict[str, Any]:
     """
     After a run succeeded: `archive_bytes` into its `cost.json` and, with `predict`, its dev
-    predictions (log: `tune_predict.log`). Returns what to add to its `tune_run.json`:
-    `predictions` (the file's name) or `predictions_error`, and `outputs`, the digests of its
-    outputs as they are now (`rundir.digests`). Never raises for a failed prediction: the run
-    itself is fine.
+    predictions (log: `tune_predict.log`). Returns what to add to its `tune_run.json`: the
+    `fingerprint` of what it trained from (`fingerprint.fingerprint` of its `config.json`: the
+    files' digests and package versions now, just after training), `predictions` (the file's
+    name) or `predictions_error`, and `outputs`, the digests of its outputs as they are now
+    (`rundir.digests`). The same for a grid's runs and a search's trials. Never raises for a
+    failed prediction: the run itself is fine.
     """
     record_archive_size(run_dir)
-    added: Dict[str, Any] = {}
+    added: Dict[str, Any] = {
+        FINGERPRINT_KEY: fingerprint(read_json(Path(run_dir) / CONFIG_NAME) or {})
+    }
     if predict is not None:
         error = predict(Path(run_dir), environment, Path(run_dir) / PREDICT_LOG_NAME)
         if error is None:

@@ -1,5 +1,6 @@
 import argparse
 import glob
+import hashlib
 import io
 import json
 import logging
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import optuna
 import pytest
@@ -163,6 +165,16 @@ def test_search_writes_sqlite_study_and_best_params(
             assert [json.loads(line)["index"] for line in lines] == list(range(len(lines)))
         info = json.loads((trial_dir / "tune_run.json").read_text())
         assert "best.th" in info["tidied"]["removed"] and info["tidied"]["freed_mb"] >= 0
+        # A finished trial records, as a grid's run does, what it trained from: the digests of
+        # the files its config names (its data) and the package versions.
+        if complete:
+            config = json.loads((trial_dir / "config.json").read_text())
+            train = str(Path(config["train_data_path"]).resolve())
+            digest = info["fingerprint"]["files"][train]
+            assert digest == "sha256:" + hashlib.sha256(Path(train).read_bytes()).hexdigest()
+            assert "torch" in info["fingerprint"]["packages"]
+        else:
+            assert "fingerprint" not in info
     # The trials shared one feature cache folder, gone with the worker.
     [cache] = pruner.caches
     worker = f"{socket.gethostname()}-{os.getpid()}"
