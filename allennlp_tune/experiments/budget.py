@@ -18,7 +18,8 @@ Per mode (`budget_run.run_budget`):
    draws, from 0, with sampler seed 1+k (`trial_seeded_sampler`); the median pruner on the
    per-epoch dev metric, judging from the first finished trial on, or successive halving over
    epochs with `--pruner halving` (`budget_pruner`; a study keeps the one it began with); trial
-   seed `SEARCH_SEED`, which is no reported seed). Resumable: the
+   seed the first reported seed, so that step 5 can keep the best trial, or `SEARCH_SEED`, no
+   reported seed, where nothing is kept: the workers'). Resumable: the
    study's finished trials (complete, pruned or failed) count against K and only the rest
    run, so every mode ends with exactly K finished trials. A trial that Ctrl-C or SIGTERM
    stopped, or that a killed process left running (`_reclaim_dead_trials`), does not count
@@ -26,7 +27,11 @@ Per mode (`budget_run.run_budget`):
    or searched over another space, is refused;
 4. its best trial's setting, which the seeds train with (as ext vars: each seed run's
    `config.json` and fingerprint hold it, so a seed trained with an older best is refused as
-   changed, or retrained with `--retrain-changed`).
+   changed, or retrained with `--retrain-changed`);
+5. its best trial kept as that setting's first seed (`kept_trial`), when it trained to its end
+   with the first reported seed: the seeds' grid then finds that seed complete and checks it
+   as it checks every run it reuses (its config, data and packages), so a best trial whose
+   setting or data changed since is refused as changed, not reused.
 
 With a coordinator (`--coordinator`), many worker processes share steps 3 and 4
 (`budget_workers`): each mode's study lives in the coordinator's storage with exactly K trials
@@ -72,9 +77,10 @@ FE_HEAD_SPACE = "TUNE_FE_HEAD=paper,linear,mlp"
 ELMO_SPACES: Dict[str, Tuple[str, ...]] = {
     name: mode.elmo_space for name, mode in MODES.items() if mode.elmo_space is not None
 }
-# The trials' seed: not among the reported seeds (1, 2, ...), so no reported run is the very
-# trial that won the search (the hyperparameters are still chosen on the dev set the seeds are
-# scored on, for every mode alike).
+# The trials' seed where none is kept as a seed (the workers' searches): not among the reported
+# seeds (1, 2, ...). In one process the trials train with the first reported seed instead, and
+# each mode's best trial is kept as that seed (`kept_trial`); its dev score is then the best of
+# K on the dev set it was chosen on (for every mode alike; the test split, scored once, is not).
 SEARCH_SEED = 0
 SAMPLER_SEED = 1
 # The pruner of a budget search: a trial stops once its dev metric at an epoch, from the 2nd on,
@@ -126,6 +132,10 @@ class BudgetJob:
     keep_checkpoints: bool = False
     tool: str = "tune-compare"
     pruner: str = "median"
+    # The trials' seed; with `keep_best`, the first reported seed, as which each mode's best
+    # trial is kept (`kept_trial`).
+    search_seed: int = SEARCH_SEED
+    keep_best: bool = False
 
     @property
     def search_dir(self) -> Path:
@@ -135,7 +145,7 @@ class BudgetJob:
     @property
     def trial_ext_vars(self) -> Dict[str, str]:
         """What every trial trains with: the job's ext vars at the search's seed."""
-        return {**self.ext_vars, SEED_EXT_VAR: str(SEARCH_SEED)}
+        return {**self.ext_vars, SEED_EXT_VAR: str(self.search_seed)}
 
     def space_of(self, mode: str) -> Tuple[List[SearchParam], List[str]]:
         """The mode's search space: its parameters and their `--param` texts."""
@@ -190,6 +200,23 @@ class ModeSearch:
     # experiment (one run per mode at its recipe) costs of this mode; `None` where the start
     # was not tried (outside the space) or recorded no passes.
     start_passes: Optional[Tuple[float, float]] = None
+    # The seed its best trial was kept as (`kept_trial`), or why it was not (`None` where the
+    # search keeps none, as the workers' do).
+    kept_seed: Optional[int] = None
+    kept_note: Optional[str] = None
+
+
+def seed_to_keep(seeds: Sequence[int], coordinator: Any, unit: str) -> Optional[int]:
+    """
+    The seed each mode's best trial is kept as (`kept_trial`), which its trials then train
+    with: the first of `seeds`, in one process with a budget in trials. `None` (trials at
+    `SEARCH_SEED`, none kept) with workers, which share trials across processes, and under a
+    budget in compute, where the modes get different numbers of trials and so different
+    optimism in a best-of-K seed.
+    """
+    if not seeds or coordinator is not None or unit == "compute":
+        return None
+    return int(list(seeds)[0])
 
 
 def encoder_trains(mode: str) -> bool:
@@ -649,9 +676,11 @@ def budget_record(
     searches: Sequence[ModeSearch],
     compute: Optional["ComputeBudget"] = None,  # noqa: F821  (budget_compute's)
     pruner: str = "median",
+    search_seed: int = SEARCH_SEED,
 ) -> Dict[str, Any]:
     """What `budget.json` holds (tune-report's table of the searches reads it): `unit` is
-    `trials`, or `compute` with the `compute_budget` each mode's search had."""
+    `trials`, or `compute` with the `compute_budget` each mode's search had; `search_seed` the
+    trials' seed."""
 
     def finite(value: float) -> Optional[float]:
         return value if math.isfinite(value) else None
@@ -669,7 +698,7 @@ def budget_record(
         "encoder": encoder,
         "budget": budget,
         "search_dir": BUDGET_SEARCH_DIR,
-        "search_seed": SEARCH_SEED,
+        "search_seed": search_seed,
         "pruner": PRUNERS[pruner],
         "unit": "trials" if compute is None else "compute",
         "compute_budget": compute.record() if compute is not None else None,

@@ -9,7 +9,8 @@ it keeps the config's epochs, as fe's early-stopped 10), timed on this machine l
 (`planning.calibrate`; the timings are kept for the seeds' plans after the search, whose
 settings differ only in the searched rate and epochs). Each mode's runs to do are its trials
 not yet finished in the study plus its seeds not yet complete, so a resumed search plans only
-what is left. The table and its `Estimated total` line are the grid's (`planning.render`); the
+what is left; the seed each mode's best trial will be kept as (`kept_trial`) is not planned
+again. The table and its `Estimated total` line are the grid's (`planning.render`); the
 total is an upper bound: pruned trials and early stopping end runs sooner. With `--sequential`
 the total trains every seed up to the cap, which only a comparison the looks cannot settle
 reaches; a last line gives the total if the first look decides, so a user sees before the
@@ -158,6 +159,7 @@ def plan_budget(
     tool: str = "tune-compare",
     first_look: Optional[int] = None,
     unit: str = "trials",
+    kept_seed: Optional[int] = None,
 ) -> List["CellPlan"]:  # noqa: F821  (planning's, imported lazily)
     """
     Prints the plan of the module docstring (`planning.render.show_plans`: stdout with
@@ -167,7 +169,9 @@ def plan_budget(
     the table, as in the grid's plan (its trials would train without the cache); with
     `plan_only`, so does a cell that cannot train. `first_look`: with `--sequential`, the seeds
     per mode at its first look (`planning.render.first_look_line`). `unit` "compute": each
-    mode is planned at the trials its compute budget buys (`mode_trials`).
+    mode is planned at the trials its compute budget buys (`mode_trials`). `kept_seed`: the
+    seed each mode's best trial is kept as (`budget.seed_to_keep`), which does not train
+    again where its search still has trials to run.
     """
     from allennlp_tune.modules.feature_cache import user_cache_directory
     from allennlp_tune.planning.plan import plan_cell
@@ -202,6 +206,8 @@ def plan_budget(
     for mode, (config, cell, epochs, chosen) in cells.items():
         trials = trials_to_run(config, per_mode[mode], results_dir, shared)
         pending = pending_seeds(config, seeds, results_dir)
+        if trials and kept_seed in pending:  # its best trial will be that seed
+            pending = [seed for seed in pending if seed != kept_seed]
         if not trials and not pending:
             continue
         cell.pending_runs = trials + len(pending)
@@ -211,7 +217,8 @@ def plan_budget(
         early = [seed for seed in pending if seed in first_seeds]
         counts.append((mode, trials, len(pending), trials + len(early)))
     if plans:
-        _show(plans, counts, budget, len(seeds), first_look, tool, plan_only, calibrate)
+        _show(plans, counts, budget, len(seeds), first_look, tool, plan_only, calibrate,
+              kept_seed)  # fmt: skip
     return plans
 
 
@@ -224,6 +231,7 @@ def _show(
     tool: str,
     plan_only: bool,
     calibrate: bool,
+    kept_seed: Optional[int] = None,
 ) -> None:
     """The plan's table under its heading (the decision's trials and seed runs), then with
     --sequential what its first look would cost (`counts`: mode, trials, seed runs, runs up to
@@ -235,6 +243,7 @@ def _show(
     heading = (
         f"plan of the whole decision (--budget {budget}): {trials} search trial(s) and "
         f"{seed_runs} seed run(s) over {len(plans)} mode(s)"
+        + (f" (seed {kept_seed} of each: its best trial, kept)" if kept_seed is not None else "")
     )
     show_plans(plans, heading, tool, plan_only, calibrate)
     if first_look is not None and first_look < seeds:

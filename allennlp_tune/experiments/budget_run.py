@@ -4,6 +4,7 @@ shared with other workers through a coordinator (`budget_workers`). Its own modu
 `budget_workers`, which builds on `budget`, is not imported by it.
 """
 
+import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
@@ -42,6 +43,7 @@ def run_budget(
     coordinator: Optional[Any] = None,
     unit: str = "trials",
     pruner: str = "median",
+    first_seed: Optional[int] = None,
 ) -> Dict[str, ModeSearch]:
     """
     Searches every mode of `configs` (mode -> config) with `budget` trials (module docstring),
@@ -55,11 +57,19 @@ def run_budget(
     `unit` "compute" (`budget_compute`): each mode's trials spend what `budget` trials of the
     costliest mode spend, in encoder forward passes with the head's work, instead of each mode
     getting `budget` trials. `pruner`: `budget.PRUNERS`' rule that stops a trial early.
+
+    `first_seed` (`budget.seed_to_keep`: in one process, with a budget in trials): the trials
+    train with this seed, the seeds' first, and each mode's best trial is kept as that seed
+    where it can be (`kept_trial`), so the seeds do not train it again; its dev score is the
+    best of K on the dev set, for every mode alike. Without it the trials train with
+    `SEARCH_SEED` and none is kept.
     """
     check_budget_options(budget, list(configs), family, ext_vars, spaces)
     check_budget_unit(unit, coordinator)
+    keep = first_seed is not None and coordinator is None
     job = BudgetJob(configs, budget, Path(results_dir), task, encoder, family, ext_vars,
-                    overrides, spaces, keep_checkpoints, tool, pruner)  # fmt: skip
+                    overrides, spaces, keep_checkpoints, tool, pruner,
+                    search_seed=first_seed if keep else SEARCH_SEED, keep_best=keep)  # fmt: skip
     job.search_dir.mkdir(parents=True, exist_ok=True)
     if coordinator is not None:
         searches = budget_workers.run_shared_budget(job, coordinator)
@@ -85,7 +95,7 @@ def _search_in_one_process(job: BudgetJob, compute: Any) -> Dict[str, ModeSearch
 
     def record() -> Dict[str, Any]:
         return budget_record(job.task, job.encoder, job.budget, list(searches.values()),
-                             compute, job.pruner)  # fmt: skip
+                             compute, job.pruner, job.search_seed)  # fmt: skip
 
     with ResultsDirLock(job.results_dir):
         storage = budget_storage_url(job.search_dir)
@@ -94,4 +104,19 @@ def _search_in_one_process(job: BudgetJob, compute: Any) -> Dict[str, ModeSearch
         for mode, config in job.configs.items():
             searches[mode] = _search_mode(job, mode, config, storage, compute)
             write_json(record_path, record())
+        if job.keep_best:
+            _keep_best_trials(job, searches)
+            write_json(record_path, record())
     return searches
+
+
+def _keep_best_trials(job: BudgetJob, searches: Dict[str, ModeSearch]) -> None:
+    """Each mode's best trial kept as its first seed where it can be (`kept_trial`), said on
+    the terminal and recorded in its search (`kept_seed`, `kept_note`)."""
+    from allennlp_tune.experiments.kept_trial import keep_best_trial
+
+    for mode, search in searches.items():
+        kept, note = keep_best_trial(job, search)
+        search.kept_seed = job.search_seed if kept is not None else None
+        search.kept_note = note
+        print(f"{job.tool}: {mode}: {note}", file=sys.stderr)

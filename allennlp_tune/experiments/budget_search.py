@@ -17,7 +17,6 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.budget import (
     SAMPLER_SEED,
-    SEARCH_SEED,
     BudgetJob,
     ModeSearch,
     _finished,
@@ -199,7 +198,7 @@ def _run_trials(
                 storage=storage,
                 pruning=True,
                 ext_vars=job.ext_vars,
-                seed=SEARCH_SEED,
+                seed=job.search_seed,
                 overrides=job.overrides,
                 keep_checkpoints=job.keep_checkpoints,
                 sampler=trial_seeded_sampler(SAMPLER_SEED),

@@ -49,7 +49,6 @@ from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.budget import (
     SAMPLER_SEED,
-    SEARCH_SEED,
     BudgetJob,
     ModeSearch,
     _finished,
@@ -173,7 +172,14 @@ def run_shared_budget(
                 # Written first, so that the trials stay out of tune-report's runs from the start.
                 write_json(
                     job.results_dir / BUDGET_NAME,
-                    budget_record(job.task, job.encoder, job.budget, [], pruner=job.pruner),
+                    budget_record(
+                        job.task,
+                        job.encoder,
+                        job.budget,
+                        [],
+                        pruner=job.pruner,
+                        search_seed=job.search_seed,
+                    ),
                 )
             for mode in modes:
                 _set_up(job, mode, prefix, storage, fixed, name)
@@ -196,7 +202,12 @@ def run_shared_budget(
             )  # fmt: skip
         with _SetupLock(job.search_dir):  # one writer of budget.json at a time
             record = budget_record(
-                job.task, job.encoder, job.budget, list(searches.values()), pruner=job.pruner
+                job.task,
+                job.encoder,
+                job.budget,
+                list(searches.values()),
+                pruner=job.pruner,
+                search_seed=job.search_seed,
             )
             write_json(job.results_dir / BUDGET_NAME, record)
     return searches
@@ -247,8 +258,8 @@ def _set_up(
     study_dir = job.search_dir / mode.stem
     study_dir.mkdir(parents=True, exist_ok=True)
     mode.objective = _Trials(
-        mode.config, mode.params, fixed, job.overrides, mode.stem, study_dir, SEARCH_SEED, metric,
-        higher_is_better, job.keep_checkpoints, worker,
+        mode.config, mode.params, fixed, job.overrides, mode.stem, study_dir, job.search_seed,
+        metric, higher_is_better, job.keep_checkpoints, worker,
     )  # fmt: skip
     print(
         f"{job.tool}: {mode.mode}: {job.budget} trials over {' '.join(mode.space)}, shared by the "

@@ -590,6 +590,13 @@ class _Stages:
     def plan_only(self) -> bool:
         return bool(self.grid_options.get("plan_only"))
 
+    @property
+    def kept_seed(self) -> Optional[int]:
+        """The seed each mode's best search trial is kept as (`budget.seed_to_keep`)."""
+        from allennlp_tune.experiments.budget import seed_to_keep
+
+        return seed_to_keep(self.seeds, self.grid_options.get("coordinator"), self.budget_unit)
+
 
 def _plan_the_decision(stages: _Stages) -> None:
     """The whole decision's cost before its first trial; the seeds' own plan follows the
@@ -611,6 +618,7 @@ def _plan_the_decision(stages: _Stages) -> None:
         shared=options.get("coordinator") is not None,
         first_look=sequential.looks[0] if sequential is not None else None,
         unit=stages.budget_unit,
+        kept_seed=stages.kept_seed,
     )
 
 
@@ -632,6 +640,7 @@ def _search_stage(stages: _Stages) -> Dict[str, Dict[str, str]]:
         coordinator=stages.grid_options.get("coordinator"),
         unit=stages.budget_unit,
         pruner=stages.budget_pruner,
+        first_seed=stages.kept_seed,
     )
     return {mode: {**stages.ext_vars, **searches[mode].setting} for mode in stages.written}
 

@@ -10,12 +10,14 @@ as forward passes (`costs.forward_equivalents`: a fwd+bwd pass is three), per mo
 trials as trained (pruned ones stopped early) against the same trials trained to the end
 (`budget.json`'s `full_passes`), and its seeds as trained against the seed cap (the last look of
 `tune-compare --sequential`, from its `sequential.json`; without it, the seeds trained), each
-seed at the mean of its trained ones. The full protocol is docs/results/NOTEBOOK.md section
-10's: every trial to the end, every seed. With a `sequential.json`, the seeds counted are those
-of its seed order (the last decision run in the folder): a rerun with other seeds (`--seeds 6
-7 8 9 10`) reuses the searches and is a decision of its own, and the first decision's seed
-runs beside it are not its cost (the answer says how many were left out); the report's scores
-still pool every seed.
+seed at the mean of its trained ones. A seed that is the search's best trial kept as that seed
+(`tune_run.json`'s `kept_from_trial`, `experiments.kept_trial`) was paid for in the search: it
+counts as a seed of the cap, not again as spent. The full protocol is docs/results/NOTEBOOK.md
+section 10's: every trial to the end, every seed. With a `sequential.json`, the seeds counted
+are those of its seed order (the last decision run in the folder): a rerun with other seeds
+(`--seeds 6 7 8 9 10`) reuses the searches and is a decision of its own, and the first
+decision's seed runs beside it are not its cost (the answer says how many were left out); the
+report's scores still pool every seed.
 """
 
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import encoder_passes, format_params, forward_equivalents
 from allennlp_tune.reporting.labels import NOT_AVAILABLE, encoder_title, task_title
 from allennlp_tune.reporting.tables import Table
+from allennlp_tune.rundir import KEPT_FROM_TRIAL_KEY
 
 BUDGET_TITLE = "Equal budgets: the search behind each mode's seeds"
 BUDGET_HEADER = [
@@ -204,9 +207,19 @@ def budget_lines(budgets: Sequence[Mapping[str, Any]]) -> List[str]:
             )
         else:
             said = f"{saved.get('budget')} Optuna trials per mode"
+        kept = [
+            mode
+            for mode in saved.get("modes") or []
+            if isinstance(mode, dict) and isinstance(mode.get("kept_seed"), int)
+        ]
+        seed_said = (
+            f"trial seed {saved.get('search_seed')}, the seeds' first: "
+            f"{len(kept)} mode(s)' best trial, trained to its end, is that seed"
+            if kept
+            else f"trial seed {saved.get('search_seed')}, not a reported seed"
+        )
         lines.append(
-            f"{label}: {said} (TPE; {saved.get('pruner')}; "
-            f"trial seed {saved.get('search_seed')}, not a reported seed; each mode's own "
+            f"{label}: {said} (TPE; {saved.get('pruner')}; {seed_said}; each mode's own "
             f"recipe tried first), trials in {saved.get('search_dir')}/: {spaces}."
         )
         for mode in saved.get("modes") or []:
@@ -256,6 +269,8 @@ class DecisionCost:
     seeds_full: float
     # Seed runs in the folder outside the last decision's seed order (an earlier decision's).
     seeds_other: int = 0
+    # Seeds that are the search's best trial kept as that seed: of the cap, but not spent again.
+    seeds_kept: int = 0
     # The naive experiment's part of this mode: one run at its config's recipe to its end (the
     # search's start trial), or, where that was not tried, one seed of the chosen setting
     # (`naive_estimated`).
@@ -325,14 +340,16 @@ def decision_costs(
             spent, full = _passes_of(mode.get("passes")), _passes_of(mode.get("full_passes"))
             cell = row.cells[mode["mode"]]
             runs = [run for run in cell.runs if order is None or run.seed in order]
-            seeds = [p for p in map(encoder_passes, runs) if p is not None]
+            kept = [run for run in runs if run.info.get(KEPT_FROM_TRIAL_KEY)]
+            trained = [run for run in runs if not run.info.get(KEPT_FROM_TRIAL_KEY)]
+            seeds = [p for p in map(encoder_passes, trained) if p is not None]
             scored = [
                 p for p in map(encoder_passes, (run for run in runs if run.scored)) if p is not None
             ]
             if spent is None or full is None or not scored:
                 continue
             per_seed = sum(map(forward_equivalents, scored)) / len(scored)
-            seed_cap = max(cap or 0, len(seeds))
+            seed_cap = max(cap or 0, len(seeds) + len(kept))
             naive = _passes_of(mode.get("start_passes"))
             found.append(
                 DecisionCost(
@@ -345,6 +362,7 @@ def decision_costs(
                     seeds_spent=sum(map(forward_equivalents, seeds)),
                     seeds_full=per_seed * seed_cap,
                     seeds_other=len(cell.runs) - len(runs),
+                    seeds_kept=len(kept),
                     naive=naive if naive is not None else per_seed,
                     naive_estimated=naive is None,
                 )
@@ -368,6 +386,7 @@ def _total(costs: Sequence[DecisionCost]) -> DecisionCost:
         seeds_spent=sum(c.seeds_spent for c in costs),
         seeds_full=sum(c.seeds_full for c in costs),
         seeds_other=sum(c.seeds_other for c in costs),
+        seeds_kept=sum(c.seeds_kept for c in costs),
         naive=sum(c.naive for c in costs),
         naive_estimated=any(c.naive_estimated for c in costs),
     )
@@ -382,8 +401,9 @@ def _decision_row(name: str, cost: DecisionCost) -> List[Any]:
         (name, None),
         (f"{format_params(cost.trials_spent)} / {format_params(cost.trials_full)}", None),
         (
-            f"{cost.seeds_trained} of {cost.seed_cap}: "
-            f"{format_params(cost.seeds_spent)} / {format_params(cost.seeds_full)}",
+            f"{cost.seeds_trained} of {cost.seed_cap}"
+            + (f" (+{cost.seeds_kept} kept trial)" if cost.seeds_kept else "")
+            + f": {format_params(cost.seeds_spent)} / {format_params(cost.seeds_full)}",
             None,
         ),
         (format_params(cost.spent), None),
@@ -428,6 +448,12 @@ def decision_sentence(costs: Sequence[DecisionCost], label: str) -> Optional[str
         f"protocol's {format_params(total.full)} (every search trial to the end and every seed "
         f"to the cap) and {naive}: {format_params(total.trials_spent)} in the search, "
         f"{total.seeds_trained} of {total.seed_cap} seed runs"
+        + (
+            f" trained and {total.seeds_kept} kept from the search (its best trial, trained to "
+            "its end with the first seed)"
+            if total.seeds_kept
+            else ""
+        )
         + (
             f" (not counted: {total.seeds_other} seed runs of an earlier decision in the folder, "
             "which the scores above pool)."

@@ -156,6 +156,8 @@ MODE_SHAPE: Shape = {
     "compute": (_optional(_is_number), "a number or null"),
     "trial_values": (_list_of(_is_number), "a list of numbers"),
     "higher_is_better": (lambda v: isinstance(v, bool), "true or false"),
+    "kept_seed": (_optional(_is_int), "an integer or null"),
+    "kept_note": (_optional(_is_str), "a string or null"),
 }
 BUDGET_SHAPE: Shape = {
     "task": (_is_str, "a string"),

@@ -33,6 +33,10 @@ PREDICTIONS_NAME = "dev_predictions.jsonl"
 # `experiments.test_split`), with its record under this key of `tune_run.json`.
 TEST_PREDICTIONS_NAME = "test_predictions.jsonl"
 TEST_RECORD_KEY = "test"
+# A seed run that is a `--budget` search's best trial kept as that seed (`experiments.kept_trial`)
+# names the trial's folder under this key of its `tune_run.json`: it was trained once, in the
+# search, and its cost is the search's.
+KEPT_FROM_TRIAL_KEY = "kept_from_trial"
 # The looks of `tune-compare --sequential`, in the results folder (`experiments.rounds`).
 SEQUENTIAL_NAME = "sequential.json"
 # The searches of `tune-compare --budget`, in the results folder (`experiments.budget`), and the

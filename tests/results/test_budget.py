@@ -384,9 +384,10 @@ def test_a_trial_a_killed_process_left_running_runs_again(tmp_path, capsys):
 
 
 def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
-    """ft and bitfit, 2 trials each, one seed of each best: the seeds train with it (their
-    config.json), a rerun trains nothing, the report shows the searches and not the trials,
-    and its answer says equal budgets."""
+    """ft and bitfit, 2 trials each, one seed of each best: the trials train with that seed, so
+    each best trial is kept as it (its config.json the seed's, not trained again), a rerun
+    trains nothing, the report shows the searches and not the trials, and its answer says
+    equal budgets."""
     task = write_reviews(tmp_path / "task")
     results = tmp_path / "out"
     spaces = {"ft": tuple(SHORT.split()), "bitfit": ("TUNE_LR=5e-5:5e-3:log", "TUNE_EPOCHS=1:2")}
@@ -407,7 +408,9 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
         )
 
     result = compare()
-    assert len(result.trained) == 2 and not result.failed
+    # Both best trials trained to their end with seed 1: kept as seed 1, found complete.
+    assert not result.trained and len(result.skipped) == 2 and not result.failed
+    err = capsys.readouterr().err
     saved = json.loads((results / "budget.json").read_text())
     assert saved["budget"] == 2 and [m["mode"] for m in saved["modes"]] == ["ft", "bitfit"]
     for mode in saved["modes"]:
@@ -422,9 +425,16 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
         config = json.loads((run / "config.json").read_text())
         assert config["trainer"]["optimizer"]["lr"] == float(mode["setting"]["TUNE_LR"])
         assert config["trainer"]["num_epochs"] == int(mode["setting"]["TUNE_EPOCHS"])
+        assert "optuna_pruning" not in json.dumps(config["trainer"])  # the seed's config
         info = json.loads((run / "tune_run.json").read_text())
         assert info["ext_vars"]["TUNE_LR"] == mode["setting"]["TUNE_LR"]
-    capsys.readouterr()
+        trial = f"search/reviews_bertuncased_{mode['mode']}/trial_{best.number}"
+        assert info["kept_from_trial"] == trial and info["seed"] == 1
+        assert mode["kept_seed"] == 1 and f"trial {best.number} " in mode["kept_note"]
+        assert f"{mode['mode']}: trial {best.number} (trained to its end with seed 1) " in err
+        # The same run: its scores and predictions are the trial's.
+        for name in ("metrics.json", "dev_predictions.jsonl"):
+            assert (run / name).read_bytes() == (results / trial / name).read_bytes()
 
     again = compare()
     assert not again.trained and len(again.skipped) == 2
@@ -439,19 +449,23 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
     rows = [line for line in searches.splitlines() if line.startswith("| bertuncased reviews ")]
     assert len(rows) == 2 and all("| 2 (" in row and "TUNE_LR=" in row for row in rows), rows
     assert "equal budgets (2 trials per mode" in markdown and "default recipes" not in markdown
+    assert "trial seed 1, the seeds' first: 2 mode(s)' best trial, trained to its end" in markdown
     assert render_json(report)["budgets"][0]["budget"] == 2
-    # No trial was pruned (the pruner waits for 3) and no seed cap beyond the one seed: the
-    # decision spent what the full protocol would have, and says so.
+    # No trial was pruned (the pruner waits for 3) and the seed cap is the one seed, which is
+    # each mode's kept best trial: the decision spent its 2 trials per mode, against the full
+    # protocol's 2 trials and 1 seed each, and says so.
     for mode in saved["modes"]:
         assert mode["full_passes"] == mode["passes"] and mode["passes"][0] > 0, mode
     assert "## What the decision spent, against the full protocol and the naive" in markdown
     [total] = [line for line in markdown.splitlines() if "reviews, all modes |" in line]
+    assert "| 0 of 2 (+2 kept trial): 0 / " in total, total
     # The configs' recipes (3 epochs) lie outside the searched 1-2: the naive experiment is
-    # estimated from the seeds (one per mode), 2 trials + 1 seed each against 1 run each.
-    assert "| 2 of 2: " in total and "| 100% | " in total, total
-    assert re.search(r"\| 100% \| [0-9.]+k? \(est\.\) \| [2-4]\.\dx \|$", total), total
+    # estimated from the seeds (one per mode), 2 trials each against 1 run each.
+    share = re.search(r"\| (\d+)% \| [0-9.]+k? \(est\.\) \| ([0-9.]+)x \|$", total)
+    assert share and 50 <= int(share.group(1)) <= 80 and 1.0 < float(share.group(2)) < 3.0, total
     assert "The decision on bertuncased reviews cost " in markdown
-    assert "100% of the full protocol's" in markdown
+    assert f"{share.group(1)}% of the full protocol's" in markdown
+    assert "0 of 2 seed runs trained and 2 kept from the search" in markdown
 
     # A better trial added to ft's study (its budget then 3): its seed was trained with another
     # setting, and is refused as changed, naming the mode and what changed, not reused.
@@ -480,10 +494,41 @@ def test_equal_budgets_then_seeds_of_each_best_setting(tmp_path, capsys):
     assert "-> 0.0001" in message and "--retrain-changed" in message
 
 
+def test_a_kept_trial_whose_data_changed_is_refused_as_changed(tmp_path, capsys):
+    """ft, 1 trial, kept as seed 1; then a training row changes: the next command refuses the
+    kept seed as changed, naming the file (the trial's fingerprint is from when it trained),
+    and trains nothing."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+
+    def compare():
+        return run_compare(
+            str(task), str(BERT), ["ft"], [1], results, budget=1,
+            spaces={"ft": tuple(SHORT.split())}, runner=in_process_training,
+            predict=predict_in_process, progress=False, plan=False,
+        )  # fmt: skip
+
+    first = compare()
+    assert not first.trained and len(first.skipped) == 1
+    seed = results / "reviews_bertuncased_ft" / "seed_1"
+    assert json.loads((seed / "tune_run.json").read_text())["kept_from_trial"]
+    train = tmp_path / "task" / "train.csv"
+    train.write_text(train.read_text().replace(",neg\n", ",pos\n", 1))
+    with pytest.raises(ConfigurationError) as refused:
+        compare()
+    message = str(refused.value)
+    assert "reviews_bertuncased_ft/seed_1: " in message and "train.csv" in message, message
+    assert "--retrain-changed" in message
+    # Nothing else was kept or trained in its place.
+    assert not (results / "reviews_bertuncased_ft" / "seed_1.tmp").exists()
+    assert sorted(p.name for p in (results / "reviews_bertuncased_ft").iterdir()) == ["seed_1"]
+
+
 def test_the_plan_before_the_search_covers_every_trial_and_seed(tmp_path, capsys):
     """--budget 3 with --plan-only: one cell per mode at its space's most epochs (ft's 6 of
-    2..6; fe's space has no epochs, so its config's 10), 3 trials + 2 seeds each in the total,
-    nothing trained; after one finished trial in ft's study, ft plans 2 trials."""
+    2..6; fe's space has no epochs, so its config's 10), 3 trials + 1 seed each in the total (seed
+    1 is the best trial, kept), nothing trained; after one finished trial in ft's study, ft
+    plans 2 trials."""
     task = write_reviews(tmp_path / "task")
     results = tmp_path / "out"
 
@@ -496,14 +541,17 @@ def test_the_plan_before_the_search_covers_every_trial_and_seed(tmp_path, capsys
         return capsys.readouterr().out
 
     printed = plan_only()
-    assert "plan of the whole decision (--budget 3): 6 search trial(s) and 4 seed run(s)" in printed
+    assert (
+        "plan of the whole decision (--budget 3): 6 search trial(s) and 2 seed run(s) over 2 "
+        "mode(s) (seed 1 of each: its best trial, kept)"
+    ) in printed
     rows = {
         mode: next(line for line in printed.splitlines() if line.startswith(f"| {stem} |"))
         for mode, stem in (("fe", "reviews_bertuncased_fe"), ("ft", "reviews_bertuncased_ft"))
     }
     assert rows["ft"].endswith("(6 epochs) |") and rows["fe"].endswith("(10 epochs) |"), rows
-    assert "reviews_bertuncased_ft: 3 search trial(s) and 2 seed run(s) to do" in printed
-    assert "Estimated total: " in printed and " for 10 run(s) " in printed
+    assert "reviews_bertuncased_ft: 3 search trial(s) and 1 seed run(s) to do" in printed
+    assert "Estimated total: " in printed and " for 8 run(s) " in printed
     assert not (results / "search").exists() and not (results / "reviews_bertuncased_ft").exists()
 
     (results / "search").mkdir()
@@ -520,14 +568,14 @@ def test_the_plan_before_the_search_covers_every_trial_and_seed(tmp_path, capsys
         )
     )
     printed = plan_only()
-    assert "reviews_bertuncased_ft: 2 search trial(s) and 2 seed run(s) to do" in printed
-    assert " for 9 run(s) " in printed
+    assert "reviews_bertuncased_ft: 2 search trial(s) and 1 seed run(s) to do" in printed
+    assert " for 7 run(s) " in printed
 
 
 def test_a_sequential_plan_gives_the_total_if_the_first_look_decides(tmp_path, capsys):
-    """--budget 3 --sequential with looks 2 and 3: the total counts 6 trials and 3 seeds per
-    mode (12 runs); the line after it, 6 trials and the first look's 2 seeds per mode (10), for
-    less time."""
+    """--budget 3 --sequential with looks 2 and 3: the total counts 6 trials and 2 seeds per
+    mode (10 runs: seed 1 is the best trial, kept); the line after it, 6 trials and the first
+    look's one seed left to train per mode (8), for less time."""
     from allennlp_tune.reporting.sequential import SequentialPlan
 
     task = write_reviews(tmp_path / "task")
@@ -545,9 +593,9 @@ def test_a_sequential_plan_gives_the_total_if_the_first_look_decides(tmp_path, c
         return float(value) * {"s": 1 / 60, "min": 1, "h": 60}[unit]
 
     printed = plan_only()
-    total = re.search(r"Estimated total: (.+?) at most for 12 run\(s\)", printed)
+    total = re.search(r"Estimated total: (.+?) at most for 10 run\(s\)", printed)
     first = re.search(
-        r"If the first look \(2 seeds per mode\) decides: (.+?) at most for 10 run\(s\); ",
+        r"If the first look \(2 seeds per mode\) decides: (.+?) at most for 8 run\(s\); ",
         printed,
     )
     assert total and first, printed
@@ -699,3 +747,27 @@ def test_a_plan_in_compute_plans_each_mode_at_the_trials_its_share_buys(tmp_path
     ), printed
     assert "20 search trial(s) and 1 seed run(s) to do" in printed
     assert "--budget-unit compute: planned at 20 trials (its cap" in printed
+
+
+def test_a_seed_folder_already_there_is_not_replaced_by_the_kept_trial(tmp_path, capsys):
+    """A seed 1 folder a user (or a killed run) left: the best trial is not kept over it, the
+    command says so, and the grid trains seed 1 as it would have (the folder moved aside, not
+    deleted)."""
+    task = write_reviews(tmp_path / "task")
+    results = tmp_path / "out"
+    left = results / "reviews_bertuncased_ft" / "seed_1"
+    left.mkdir(parents=True)
+    (left / "notes.txt").write_text("mine\n")
+    result = run_compare(
+        str(task), str(BERT), ["ft"], [1], results, budget=1,
+        spaces={"ft": tuple(SHORT.split())}, runner=in_process_training,
+        predict=predict_in_process, progress=False, plan=False,
+    )  # fmt: skip
+    assert result.trained == [left] and not result.skipped
+    assert "ft: seed 1 exists already; trial 0 is not kept as it" in capsys.readouterr().err
+    info = json.loads((left / "tune_run.json").read_text())
+    assert "kept_from_trial" not in info and info["status"] == "ok"
+    [aside] = [p for p in left.parent.iterdir() if p.name.startswith("seed_1.")]
+    assert (aside / "notes.txt").read_text() == "mine\n"
+    saved = json.loads((results / "budget.json").read_text())
+    assert saved["modes"][0]["kept_seed"] is None

@@ -276,16 +276,17 @@ def shared_studies_of(results, url, mode):
 
 
 def test_budget_then_sequential_rounds_at_each_best(tmp_path, capsys):
-    """--budget 1 and --sequential (one look of 2 seeds) in one process: the searches, then the
-    rounds' seeds at each mode's best setting, one plan for the round's modes, and
-    sequential.json."""
+    """--budget 1 and --sequential (one look of 2 seeds) in one process: the searches, each
+    mode's one trial kept as its seed 1, then the rounds' seed 2 at each mode's best setting,
+    one plan for the round's modes, and sequential.json."""
     task = write_reviews(tmp_path / "task")
     results = tmp_path / "out"
     result = compare(
         task, results, budget=1, seeds=(1, 2), sequential=SequentialPlan(looks=(2,)),
         plan=True, calibrate=False,
     )  # fmt: skip
-    assert len(result.trained) == 4 and not result.failed
+    assert len(result.trained) == 2 and not result.failed
+    assert {path.name for path in result.trained} == {"seed_2"}
     err = capsys.readouterr().err
     # The whole decision's plan, then one plan of the round: both modes, one estimated total.
     assert err.count("plan of the whole decision (--budget 1)") == 1
@@ -302,6 +303,7 @@ def test_budget_then_sequential_rounds_at_each_best(tmp_path, capsys):
             )
             for key, value in budget[mode]["setting"].items():
                 assert info["ext_vars"][key] == value
+            assert ("kept_from_trial" in info) == (seed == 1)
     saved = json.loads((results / SEQUENTIAL_NAME).read_text())
     [pair] = saved["pairs"]
     assert {pair["mode_a"], pair["mode_b"]} == {"ft", "bitfit"} and pair["looks"]

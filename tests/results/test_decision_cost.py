@@ -218,3 +218,26 @@ def test_a_rerun_with_other_seeds_counts_its_own_seeds(tmp_path, make_run):
         "6 of 10 seed runs (not counted: 2 seed runs of an earlier decision in the folder, which "
         "the scores above pool)."
     )
+
+
+def test_a_seed_kept_from_the_search_counts_toward_the_cap_not_the_spent(tmp_path, make_run):
+    """ft's seed 1 is its best search trial kept as that seed (`kept_from_trial`): paid for in
+    the search, so ft spends its trials and 2 seeds (2,160 forward passes), against the same
+    full protocol (5 seeds of 1,080); 3,360 of 7,200, 47%."""
+    root = _budget_folder(tmp_path, make_run, cap=5)
+    info_path = root / "reviews_minilm_ft" / "seed_1" / "tune_run.json"
+    info = json.loads(info_path.read_text())
+    info["kept_from_trial"] = "search/reviews_minilm_ft/trial_0"
+    info_path.write_text(json.dumps(info))
+    markdown = render_markdown(report(root))
+    _header, rows = table(markdown, DECISION_TITLE)
+    ft, total = rows["minilm reviews ft"], rows["minilm reviews, all modes"]
+    assert ft["Seeds: trained / the cap"] == "2 of 5 (+1 kept trial): 2.2k / 5.4k"
+    assert (ft["Spent"], ft["Full protocol"], ft["Share"]) == ("3.4k", "7.2k", "47%")
+    assert (ft["Naive experiment"], ft["Spent / naive"]) == ("900", "3.7x")
+    assert rows["minilm reviews fe"]["Seeds: trained / the cap"] == "3 of 5: 1.1k / 1.8k"
+    assert total["Seeds: trained / the cap"] == "5 of 10 (+1 kept trial): 3.2k / 7.2k"
+    assert (total["Spent"], total["Share"]) == ("4.7k", "51%")
+    answer = notes(markdown, "The answer")[1]
+    assert "51% of the full protocol's 9.2k" in answer
+    assert "5 of 10 seed runs trained and 1 kept from the search" in answer
