@@ -35,7 +35,7 @@ from typing import Any, Dict, Optional, Tuple
 from allennlp_tune.experiments.budget import BudgetJob, ModeSearch
 from allennlp_tune.experiments.changed import render_run_config
 from allennlp_tune.experiments.fingerprint import FINGERPRINT_KEY
-from allennlp_tune.experiments.grid import SHARED_CACHE_NAME
+from allennlp_tune.experiments.grid import _shared_cache
 from allennlp_tune.rundir import (
     ARCHIVE_NAME,
     CONFIG_NAME,
@@ -96,8 +96,9 @@ def keep_best_trial(job: BudgetJob, search: ModeSearch) -> Tuple[Optional[Path],
         return None, f"{trial} recorded no fingerprint; seed {seed} trains"
     # What the seed trains with: the command's ext vars and the mode's best setting.
     variables = {**job.ext_vars, **search.setting, SEED_EXT_VAR: str(seed)}
-    shared_cache = (Path(results_dir) / SHARED_CACHE_NAME).resolve()
-    now = render_run_config(config, variables, overrides, shared_cache)
+    # Rendered as the seeds' grid renders it for its changed-runs check (its shared cache, or
+    # none where the user chose a cache directory).
+    now = render_run_config(config, variables, overrides, _shared_cache(results_dir, variables))
     trained = without_search_callback(read_json(trial_dir / CONFIG_NAME) or {})
     if trained != now:
         return None, f"{trial} trained another config than seed {seed} would; seed {seed} trains"
