@@ -207,16 +207,15 @@ def budget_lines(budgets: Sequence[Mapping[str, Any]]) -> List[str]:
             )
         else:
             said = f"{saved.get('budget')} Optuna trials per mode"
-        kept = [
-            mode
-            for mode in saved.get("modes") or []
-            if isinstance(mode, dict) and isinstance(mode.get("kept_seed"), int)
-        ]
-        seed_said = (
-            f"trial seed {saved.get('search_seed')}, the seeds' first: "
-            f"{len(kept)} mode(s)' best trial, trained to its end, is that seed"
+        modes = [mode for mode in saved.get("modes") or [] if isinstance(mode, dict)]
+        kept = [mode for mode in modes if isinstance(mode.get("kept_seed"), int)]
+        seed_said = f"trial seed {saved.get('search_seed')}, " + (
+            f"the seeds' first: {len(kept)} mode(s)' best trial, trained to its end, is that seed"
             if kept
-            else f"trial seed {saved.get('search_seed')}, not a reported seed"
+            # A search that keeps best trials notes each mode's, kept or not (`kept_note`).
+            else "the seeds' first; no best trial was kept as it"
+            if any(isinstance(mode.get("kept_note"), str) for mode in modes)
+            else "not a reported seed"
         )
         lines.append(
             f"{label}: {said} (TPE; {saved.get('pruner')}; {seed_said}; each mode's own "

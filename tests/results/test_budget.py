@@ -771,3 +771,6 @@ def test_a_seed_folder_already_there_is_not_replaced_by_the_kept_trial(tmp_path,
     assert (aside / "notes.txt").read_text() == "mine\n"
     saved = json.loads((results / "budget.json").read_text())
     assert saved["modes"][0]["kept_seed"] is None
+    # The report does not call seed 1 "not a reported seed": the trials trained with it.
+    markdown = render_markdown(report_from_dirs([results]))
+    assert "trial seed 1, the seeds' first; no best trial was kept as it" in markdown
