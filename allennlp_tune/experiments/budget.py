@@ -21,9 +21,11 @@ Per mode (`budget_run.run_budget`):
    seed the first reported seed, so that step 5 can keep the best trial, or `SEARCH_SEED`, no
    reported seed, where nothing is kept: the workers'). Resumable: the
    study's finished trials (complete, pruned or failed) count against K and only the rest
-   run, so every mode ends with exactly K finished trials. A trial that Ctrl-C or SIGTERM
-   stopped, or that a killed process left running (`_reclaim_dead_trials`), does not count
-   and its setting runs again first. A study with more than K finished trials,
+   run, so every mode ends with exactly K finished trials. A trial that a killed process left
+   running trains on from its last checkpoint, the same trial with its reported epochs and
+   passed rungs (`trial_resume`), where it is still the same run; one that Ctrl-C or SIGTERM
+   stopped, or a left one that cannot go on (`_reclaim_dead_trials`), does not count and its
+   setting runs again first. A study with more than K finished trials,
    or searched over another space, is refused;
 4. its best trial's setting, which the seeds train with (as ext vars: each seed run's
    `config.json` and fingerprint hold it, so a seed trained with an older best is refused as
@@ -50,7 +52,7 @@ import math
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Container, Dict, List, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
@@ -512,16 +514,20 @@ def _finished(study: Any, trials: Optional[Sequence[Any]] = None) -> Dict[str, i
     return counted
 
 
-def _reclaim_dead_trials(study: Any, storage: str, keep_checkpoints: bool) -> int:
+def _reclaim_dead_trials(
+    study: Any, storage: str, keep_checkpoints: bool, keep: Container[int] = ()
+) -> int:
     """
     Marks the study's running trials failed and interrupted, as if Ctrl-C had stopped them, and
     drops their folders' weights; returns how many. Only for the one-process search, which
     holds the results folder's lock: no other process can be training them, so each was left by
-    a process that was killed (`kill -9`, a crash). Their settings then run again first.
+    a process that was killed (`kill -9`, a crash). Their settings then run again first. The
+    trials numbered in `keep` stay running: the search trains them on (`trial_resume`).
     """
     import optuna
 
     running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    running = [trial for trial in running if trial.number not in keep]
     if not running:
         return 0
     rdb = optuna.storages.RDBStorage(storage)

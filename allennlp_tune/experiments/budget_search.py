@@ -29,6 +29,7 @@ from allennlp_tune.experiments.budget import (
     trial_seeded_sampler,
 )
 from allennlp_tune.experiments.search import interrupted_settings, run_search
+from allennlp_tune.experiments.trial_resume import dead_trials, resume_lines
 from allennlp_tune.rundir import config_stem
 
 
@@ -48,7 +49,7 @@ def _search_mode(
 
     params, space = job.space_of(mode)
     name = config_stem(config)
-    study = _resumed_study(storage, name, job.search_dir, space, job.pruner, job.keep_checkpoints)
+    study = _resumed_study(storage, name, job.search_dir, space, job.pruner)
     finished = _finished(study) if study is not None else {"complete": 0, "pruned": 0, "failed": 0}
     done = sum(finished.values())
     most = job.budget if compute is None else compute.cap
@@ -61,10 +62,15 @@ def _search_mode(
     wordpieces = compute.wordpieces_per_instance if compute is not None else None
     spent = trials_compute(counted_trials(study), wordpieces) if study is not None else 0.0
     remaining, stop = _trials_left(job.budget, done, spent, compute)
+    resume: Dict[int, int] = {}
+    if study is not None:
+        resume, study = _dead_trials(job, mode, config, study, storage, remaining > 0)
     again = interrupted_settings(study) if study is not None else []
     # The start is read off the config once, when the study is new, and kept with it.
     start, notes = job.start_of(study, config, params)
     _say_search(job.tool, mode, job.budget, compute, space, done, spent, remaining, notes, again)
+    record = {"budget_space": space, "budget_pruner": job.pruner, "budget_start": start,
+              "budget_notes": notes}  # fmt: skip
     if remaining > 0:
         print(
             f"{job.tool}: {mode}: training {'up to ' if stop else ''}{remaining} trial(s) in this "
@@ -73,13 +79,11 @@ def _search_mode(
             file=sys.stderr,
         )
         enqueue = ([start] if start else []) + again
-        _run_trials(job, config, params, remaining, name, storage, enqueue, stop)
+        _run_trials(job, config, params, remaining, name, storage, enqueue, stop, resume, record)
         study = _load_study(storage, name)
-    if study.user_attrs.get("budget_space") is None:
-        study.set_user_attr("budget_space", space)
-        study.set_user_attr("budget_pruner", job.pruner)
-        study.set_user_attr("budget_start", start)
-        study.set_user_attr("budget_notes", notes)
+    for key, value in record.items():  # a study from before they were recorded first
+        if key not in study.user_attrs:
+            study.set_user_attr(key, value)
     result = mode_result(
         mode, study, name, config, space, start, notes, _finished(study), done, job.search_dir
     )
@@ -94,10 +98,9 @@ def _resumed_study(
     search_dir: Path,
     space: List[str],
     pruner: str,
-    keep_checkpoints: bool,
 ) -> Any:
     """The mode's study as an earlier command left it (None when new): refused when it was
-    searched over another space or with another pruner, its dead trials given back."""
+    searched over another space or with another pruner."""
     study = _load_study(storage, name)
     if study is None:
         return None
@@ -109,9 +112,28 @@ def _resumed_study(
             "--results-dir, or the space it was searched over."
         )
     keep_pruner(study, pruner, f"study {name} in {search_dir}")
-    if _reclaim_dead_trials(study, storage, keep_checkpoints):
-        study = _load_study(storage, name)
     return study
+
+
+def _dead_trials(
+    job: BudgetJob, mode: str, config: Path, study: Any, storage: str, trials_left: bool
+) -> Tuple[Dict[int, int], Any]:
+    """
+    The trials a killed process left RUNNING (this process holds the results folder's lock):
+    those that can be trained on from their checkpoint (`trial_resume`) stay RUNNING and are
+    returned (number -> epochs of the checkpoint), unless the search has no trial left to run
+    (a budget in compute already spent); the others are given back (`_reclaim_dead_trials`).
+    Returns them with the study, reloaded where it changed.
+    """
+    resume, again = dead_trials(study, config, job.trial_ext_vars, job.overrides)
+    if not trials_left:
+        again += [(number, "the search's budget is spent") for number in resume]
+        resume = {}
+    for line in resume_lines(job.tool, mode, resume, again):
+        print(line, file=sys.stderr)
+    if _reclaim_dead_trials(study, storage, job.keep_checkpoints, keep=resume):
+        study = _load_study(storage, study.study_name)
+    return resume, study
 
 
 def _trials_left(
@@ -182,9 +204,12 @@ def _run_trials(
     storage: str,
     enqueue: List[Dict[str, Any]],
     stop: Optional[Callable[[Any], bool]],
+    resume: Dict[int, int],
+    record: Dict[str, Any],
 ) -> None:
-    """`trials` more trials of the study `name` (`run_search`), the enqueued settings first,
-    with the budget's sampler and pruner."""
+    """`trials` more trials of the study `name` (`run_search`), those to `resume` first, then
+    the enqueued settings, with the budget's sampler and pruner; the study records the search's
+    space, pruner and start (`record`) before its first trial."""
     # AllenNLP's training logs every parameter to the terminal; each trial keeps them in its
     # out.log, and the terminal keeps the lines of the comparison.
     with open(os.devnull, "w", encoding="utf-8") as quiet:
@@ -205,4 +230,6 @@ def _run_trials(
                 pruner=budget_pruner(job.pruner),
                 enqueue=enqueue,
                 stop=stop,
+                resume=resume,
+                study_attrs=record,
             )

@@ -31,7 +31,9 @@ simple callback.
 Storage is `sqlite:///DIR/optuna.db` by default. Any Optuna RDB URL works: with
 `postgresql://user@host/db` several processes or machines run workers of one study (same
 `--study-name`, `load_if_exists`); `--trials` counts the trials of this worker. A worker that is
-killed leaves its trial "RUNNING" in the storage; other workers are not affected.
+killed leaves its trial "RUNNING" in the storage; other workers are not affected. `--budget`'s
+one-process search, which holds its results folder's lock, trains such a trial on from its
+checkpoint (`trial_resume`, through `resume`).
 
 Ctrl-C or `kill <pid>` (SIGTERM, as Ctrl-C: `process.SigtermAsInterrupt`) ends the search: the
 trial in training is told "failed" with the user attr `interrupted` (`INTERRUPTED_ATTR`), its
@@ -59,6 +61,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from allennlp.common.checks import ConfigurationError
 
+from allennlp_tune.experiments.fingerprint import fingerprint
 from allennlp_tune.experiments.outputs import predict_in_process, record_run_outputs, run_record
 from allennlp_tune.experiments.process import SigtermAsInterrupt
 from allennlp_tune.experiments.search_space import (  # noqa: F401  (re-exported: search's API)
@@ -75,6 +78,7 @@ from allennlp_tune.experiments.storage import (  # noqa: F401
     public_url,
     storage_with_driver,
 )
+from allennlp_tune.host_access import storage_trial_id
 from allennlp_tune.quiet import root_logging
 from allennlp_tune.rundir import (
     FAILED,
@@ -98,6 +102,9 @@ BEST_PARAMS_JSON = "best_params.json"
 BEST_PARAMS_ENV = "best_params.env"
 # The user attr of a trial that Ctrl-C or SIGTERM stopped: failed in the storage, not finished.
 INTERRUPTED_ATTR = "interrupted"
+# The user attr with what a trial trains from (`fingerprint.fingerprint` of its rendered config,
+# when it starts): a trial a killed process left is resumed only where it still matches.
+FINGERPRINT_ATTR = "fingerprint"
 
 
 def interrupted(trial: Any) -> bool:
@@ -162,22 +169,35 @@ def enqueue_settings(study: Any, settings: Sequence[Dict[str, Any]]) -> int:
     return queued
 
 
-def _train_trial(
-    config: Path, run_dir: Path, ext_vars: Dict[str, str], overrides: Optional[str]
-) -> None:
-    from allennlp.commands.train import train_model
-    from allennlp.common.params import Params
-
+def trial_params(
+    config: Path, ext_vars: Dict[str, str], overrides: Optional[str]
+) -> Dict[str, Any]:
+    """What a trial trains: `config` rendered with `ext_vars` and `overrides`, the
+    `optuna_pruning` callback added to its trainer (AllenNLP writes it as the `config.json`)."""
     raw = _load_params(config, ext_vars, overrides).as_dict(quiet=True)
     trainer = raw.setdefault("trainer", {})
     trainer["callbacks"] = list(trainer.get("callbacks") or []) + [{"type": "optuna_pruning"}]
+    return raw
+
+
+def _train_trial(raw: Dict[str, Any], run_dir: Path, recover: bool = False) -> None:
+    """Trains `raw` (`trial_params`) into `run_dir`; with `recover`, on from the folder's
+    latest checkpoint (AllenNLP's `--recover`, `trial_resume`)."""
+    from allennlp.commands.train import train_model
+    from allennlp.common.params import Params
+
     # train_model points the root logger at the trial's out.log; put it back afterwards. Until
     # it does, it logs a few parameters at INFO: without the command's own handlers (which hold
     # the terminal's stderr, so tune-compare's quiet search would print them) they go nowhere,
     # as they never reached out.log.
     try:
         with root_logging([]):
-            train_model(Params(raw), serialization_dir=str(run_dir), file_friendly_logging=True)
+            train_model(
+                Params(raw),
+                serialization_dir=str(run_dir),
+                file_friendly_logging=True,
+                recover=recover,
+            )
     finally:
         _release_gpu_memory()
 
@@ -364,6 +384,9 @@ class _Trials:
     keep_checkpoints: bool
     worker: str
     numbers: List[int] = field(default_factory=list)
+    # Trials a killed process left half-trained, by number: the epochs of the checkpoint each
+    # trains on from, in its own folder (`trial_resume`).
+    resume: Dict[int, int] = field(default_factory=dict)
 
     def __call__(self, trial: Any) -> float:
         import optuna
@@ -372,7 +395,9 @@ class _Trials:
         searched = {param.name: param.suggest(trial) for param in self.params}
         run_ext_vars = {**self.fixed, **searched}
         run_dir = self.study_dir / f"trial_{trial.number}"
-        if run_dir.exists():  # left by a study of the same name that was deleted
+        resumed_after = self.resume.get(trial.number)
+        resumed = {} if resumed_after is None else {"resumed_after_epochs": resumed_after}
+        if resumed_after is None and run_dir.exists():  # left by a deleted study of this name
             aside = move_aside(run_dir, "incomplete")
             if not self.keep_checkpoints:
                 tidy_run_dir(aside, drop_weights=True)
@@ -392,9 +417,10 @@ class _Trials:
             worker=self.worker,
             metric=("+" if self.higher_is_better else "-") + self.metric,
             log="out.log",
+            **resumed,
         )
         try:
-            value = self._train(trial, run_dir, run_ext_vars)
+            value = self._train(trial, run_dir, run_ext_vars, resumed_after is not None)
             info["status"] = OK
             return value
         except optuna.TrialPruned as pruned:
@@ -415,10 +441,17 @@ class _Trials:
             if "status" in info:
                 self._finish(run_dir, info)
 
-    def _train(self, trial: Any, run_dir: Path, run_ext_vars: Dict[str, str]) -> float:
-        """Trains the trial, reporting each epoch to it; its `best_validation_<metric>`."""
+    def _train(
+        self, trial: Any, run_dir: Path, run_ext_vars: Dict[str, str], resumed: bool
+    ) -> float:
+        """Trains the trial, reporting each epoch to it; its `best_validation_<metric>`. A new
+        trial first records what it trains from (`FINGERPRINT_ATTR`), which a resumed one
+        (`resumed`: on from its checkpoint) was checked against."""
+        raw = trial_params(self.config, run_ext_vars, self.overrides)
+        if not resumed:
+            trial.set_user_attr(FINGERPRINT_ATTR, fingerprint(raw))
         with reporting_to(trial, self.metric):
-            _train_trial(self.config, run_dir, run_ext_vars, self.overrides)
+            _train_trial(raw, run_dir, recover=resumed)
         metrics = read_json(run_dir / METRICS_NAME) or {}
         value = metrics.get(f"best_validation_{self.metric}")
         if not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -522,6 +555,8 @@ def run_search(
     sampler_seed: Optional[int] = None,
     enqueue: Sequence[Dict[str, Any]] = (),
     stop: Optional[Callable[[Any], bool]] = None,
+    resume: Optional[Dict[int, int]] = None,
+    study_attrs: Optional[Dict[str, Any]] = None,
 ) -> SearchResult:
     """
     Runs `trials` trials of the study `study_name` in this process (see the module docstring).
@@ -538,7 +573,9 @@ def run_search(
     budget in compute, `budget_compute`). The trials of this worker share a feature cache,
     `DIR/<study>/.feature_cache-<worker>`, unless `TUNE_FEATURE_CACHE_DIR` is set in the
     environment or `ext_vars`; it is removed when the worker stops (kept with
-    `keep_checkpoints`).
+    `keep_checkpoints`). `resume` (`trial_resume.dead_trials`): trials a killed process left,
+    trained on first, as part of `trials`. `study_attrs`: set where the study lacks them,
+    before any trial (what a search killed in its first trial must have recorded).
     """
     config = Path(config)
     results_dir = Path(results_dir)
@@ -560,7 +597,6 @@ def run_search(
     )
     if enqueue:
         enqueue_settings(study, enqueue)
-
     study_dir = results_dir / study_name
     study_dir.mkdir(parents=True, exist_ok=True)
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -576,13 +612,74 @@ def run_search(
         higher_is_better,
         keep_checkpoints,
         worker,
+        resume=dict(resume or {}),
     )
     with _worker_feature_cache(study_dir, worker, fixed, keep_checkpoints), SigtermAsInterrupt():
-        callbacks = []
-        if stop is not None:
-            callbacks.append(lambda study, _trial: study.stop() if stop(study) else None)
-        study.optimize(objective, n_trials=trials, catch=(Exception,), callbacks=callbacks)
+        _optimize(study, objective, trials, stop, study_attrs or {})
     return _search_result(study, objective.numbers, study_dir, storage, config, metric, fixed, seed)
+
+
+def _optimize(
+    study: Any,
+    objective: _Trials,
+    trials: int,
+    stop: Optional[Callable[[Any], bool]],
+    study_attrs: Dict[str, Any],
+) -> None:
+    """`trials` trials of `objective`: those it resumes first (`_run_resumed`; one that fails
+    to is given back, its setting queued to train from its start), then Optuna's, until
+    `stop(study)`; `study_attrs` set first where the study lacks them."""
+    for key, value in study_attrs.items():
+        if key not in study.user_attrs:
+            study.set_user_attr(key, value)
+    left = trials
+    for number in objective.resume:
+        if _run_resumed(study, objective, number):
+            left -= 1
+        else:
+            enqueue_settings(study, [dict(study.trials[number].params)])
+    callbacks = []
+    if stop is not None:
+        callbacks.append(lambda study, _trial: study.stop() if stop(study) else None)
+    if left > 0 and not (stop is not None and stop(study)):
+        study.optimize(objective, n_trials=left, catch=(Exception,), callbacks=callbacks)
+
+
+def _run_resumed(study: Any, objective: _Trials, number: int) -> bool:
+    """
+    The RUNNING trial `number` a killed process left, trained on by `objective` as the same
+    Optuna trial (its values, reported epochs and passed rungs stay), then told how it ended,
+    as `study.optimize` tells a new one: its value or pruned (True). A failure is told failed
+    and interrupted, so it does not count, and logged (False: the caller trains its setting
+    again from its start): a checkpoint the kill cut short in writing fails to load, and that
+    is no result of the setting. Ctrl-C is told failed and interrupted, and stops the search.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    frozen = study.trials[number]
+    trial = optuna.trial.Trial(study, storage_trial_id(frozen))
+    try:
+        value = objective(trial)
+    except optuna.TrialPruned:
+        study.tell(trial, state=TrialState.PRUNED)
+        return True
+    except Exception as error:
+        logger.warning(
+            "Trial %d failed to train on from its checkpoint (%s: %s); its setting trains again "
+            "from its start",
+            number,
+            type(error).__name__,
+            error,
+        )
+        trial.set_user_attr(INTERRUPTED_ATTR, True)
+        study.tell(trial, state=TrialState.FAIL)
+        return False
+    except KeyboardInterrupt:
+        study.tell(trial, state=TrialState.FAIL)
+        raise
+    study.tell(trial, value)
+    return True
 
 
 def describe(result: SearchResult) -> str:

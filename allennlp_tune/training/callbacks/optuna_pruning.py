@@ -22,6 +22,9 @@ class _ActiveTrial:
     metric: str
 
 
+# The user attr of a trial the pruner stopped: the epoch it stopped after.
+PRUNED_ATTR = "pruned_after_epoch"
+
 # The trial this process is training (`reporting_to`); the trainer builds the callback from a
 # config, so it cannot be handed the trial.
 _ACTIVE: Optional[_ActiveTrial] = None
@@ -81,6 +84,9 @@ class OptunaPruningCallback(TrainerCallback):
         if active.trial.should_prune():
             import optuna
 
+            # Before the trial is told: a process killed in between left it RUNNING, and a
+            # resumed search must not train on what the pruner stopped (`trial_resume`).
+            active.trial.set_user_attr(PRUNED_ATTR, epoch)
             raise optuna.TrialPruned(
                 f"pruned after epoch {epoch}: validation {active.metric} = {value:.4f}"
             )
