@@ -34,12 +34,13 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.grid import GridResult, run_grid
 from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
+from allennlp_tune.reporting.panel_data import run_seconds
 from allennlp_tune.reporting.predictions import read_predictions
 from allennlp_tune.reporting.scorers import metric_kind
 from allennlp_tune.reporting.sequential import Look, SequentialComparison, SequentialPlan
@@ -132,6 +133,43 @@ def look_line(tool: str, index: int, plan: SequentialPlan, looks: Sequence[Look]
     return f"{tool}: look {index + 1} of {len(plan.looks)} ({seeds} seeds per mode): {said}"
 
 
+def next_look_line(
+    tool: str,
+    index: int,
+    plan: SequentialPlan,
+    pairs: Sequence[Pair],
+    runs: Mapping[str, Sequence[Run]],
+) -> Optional[str]:
+    """
+    After look `index`, where `pairs` are still open and a look is left: the seeds the next
+    look trains and their time, each open mode's new seeds at the mean training time of its
+    runs so far (`cost.json`'s epochs, measured on this machine as they trained, not the plan's
+    calibration). None after the last look or once every pair stopped.
+    """
+    if index + 1 >= len(plan.looks) or not pairs:
+        return None
+    more = plan.looks[index + 1] - plan.looks[index]
+    modes = [mode for mode in runs if any(mode in pair for pair in pairs)]
+    seconds = 0.0
+    for mode in modes:
+        measured = [run_seconds(run.cost) for run in runs[mode]]
+        known = [value for value in measured if value is not None]
+        if not known:
+            return (
+                f"{tool}: next look at {plan.looks[index + 1]} seeds per mode: {more} more "
+                f"seed(s) of {', '.join(modes)}; no measured run of {mode} to time them by"
+            )
+        seconds += more * sum(known) / len(known)
+    counted = sum(len(runs[mode]) for mode in modes)
+    took = f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
+    return (
+        f"{tool}: next look at {plan.looks[index + 1]} seeds per mode: {more} more seed(s) of "
+        f"{', '.join(modes)}, about {took} of training (at each mode's mean run so far, "
+        f"{counted} runs measured); until then the look above is not a verdict where it did "
+        "not stop"
+    )
+
+
 def run_rounds(
     configs: Dict[str, Path],
     seeds: Sequence[int],
@@ -203,6 +241,9 @@ def run_rounds(
             result.looks[pair].append(look)
             taken.append(look)
         print(look_line(tool, index, plan, taken), file=sys.stderr)
+        ahead = next_look_line(tool, index, plan, _open_pairs(result), runs)
+        if ahead:
+            print(ahead, file=sys.stderr)
         write_sequential(Path(results_dir), configs, seeds, plan, margin, result)
     return result
 

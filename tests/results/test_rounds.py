@@ -37,8 +37,9 @@ CONFIG = """{
 class FakeTraining:
     """Stands in for `allennlp train`: writes what it would, records calls, can be killed."""
 
-    def __init__(self, interrupt_at=None, fail=()):
+    def __init__(self, interrupt_at=None, fail=(), seconds=None):
         self.calls, self.interrupt_at, self.fail = [], interrupt_at, set(fail)
+        self.seconds = seconds or {}  # mode -> the training seconds its cost.json records
 
     def __call__(self, command, environment, log_path):
         run_dir = Path(command[command.index("-s") + 1])
@@ -57,6 +58,10 @@ class FakeTraining:
         accuracy = 0.8 + seed / 1000
         (run_dir / "metrics.json").write_text(json.dumps({"best_validation_accuracy": accuracy}))
         (run_dir / "model.tar.gz").write_bytes(b"")
+        mode = self.calls[-1][0]
+        if mode in self.seconds:  # two epochs
+            epochs = [self.seconds[mode] / 2] * 2
+            (run_dir / "cost.json").write_text(json.dumps({"epoch_seconds": epochs}))
         return 0
 
 
@@ -143,7 +148,7 @@ def test_a_null_difference_runs_to_the_cap(tmp_path):
 def test_a_mode_stops_once_all_its_pairs_have_stopped(tmp_path, capsys):
     """fe is far behind: its two pairs stop at the first look and it trains no more seeds,
     while lora against ft (equally good) goes on to the cap."""
-    runner = FakeTraining()
+    runner = FakeTraining(seconds={"fe": 600, "ft": 900, "lora": 300})
     result = compare(tmp_path, {"fe": 0.75, "ft": 0.88, "lora": 0.88}, runner)
     assert [look.verdict for look in result.looks[("ft", "fe")]] == ["ft"]
     assert [look.verdict for look in result.looks[("lora", "fe")]] == ["lora"]
@@ -151,8 +156,18 @@ def test_a_mode_stops_once_all_its_pairs_have_stopped(tmp_path, capsys):
     assert trained(runner, "fe") == [1, 2, 3]
     assert trained(runner, "ft") == trained(runner, "lora") == list(range(1, 8))
     assert result.seeds == {"fe": 3, "ft": 7, "lora": 7}
-    lines = [line for line in capsys.readouterr().err.splitlines() if " look " in line]
+    err = capsys.readouterr().err.splitlines()
+    lines = [line for line in err if ": look " in line]
     assert len(lines) == 3 and "ft − fe" in lines[0] and "ft − fe" not in lines[1]
+    # After each look but the last: what the next one trains and how long, at each open mode's
+    # measured runs (fe, stopped, is not in it): 2 x 900 s + 2 x 300 s.
+    ahead = [line for line in err if ": next look at " in line]
+    tail = "until then the look above is not a verdict where it did not stop"
+    assert ahead == [
+        f"tune-compare: next look at {seeds} seeds per mode: 2 more seed(s) of ft, lora, about "
+        f"40 min of training (at each mode's mean run so far, {runs} runs measured); {tail}"
+        for seeds, runs in ((5, 6), (7, 10))
+    ]
 
 
 def test_a_killed_comparison_resumes_without_retraining_finished_seeds(tmp_path):
