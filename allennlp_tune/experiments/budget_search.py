@@ -30,7 +30,8 @@ from allennlp_tune.experiments.budget import (
 )
 from allennlp_tune.experiments.search import interrupted_settings, run_search
 from allennlp_tune.experiments.trial_resume import dead_trials, resume_lines
-from allennlp_tune.rundir import config_stem
+from allennlp_tune.planning.render import duration
+from allennlp_tune.rundir import COST_NAME, config_stem, read_json
 
 
 def _search_mode(
@@ -79,7 +80,9 @@ def _search_mode(
             file=sys.stderr,
         )
         enqueue = ([start] if start else []) + again
-        _run_trials(job, config, params, remaining, name, storage, enqueue, stop, resume, record)
+        said = _trial_line(job.tool, mode, compute.cap if compute else job.budget, stop)
+        _run_trials(job, config, params, remaining, name, storage, enqueue, stop, resume, record,
+                    said)  # fmt: skip
         study = _load_study(storage, name)
     for key, value in record.items():  # a study from before they were recorded first
         if key not in study.user_attrs:
@@ -206,6 +209,7 @@ def _run_trials(
     stop: Optional[Callable[[Any], bool]],
     resume: Dict[int, int],
     record: Dict[str, Any],
+    said: Callable[[Any, Any], None],
 ) -> None:
     """`trials` more trials of the study `name` (`run_search`), those to `resume` first, then
     the enqueued settings, with the budget's sampler and pruner; the study records the search's
@@ -232,4 +236,52 @@ def _run_trials(
                 stop=stop,
                 resume=resume,
                 study_attrs=record,
+                after_trial=said,
             )
+
+
+def _trial_line(
+    tool: str, mode: str, total: int, stop: Optional[Callable[[Any], bool]]
+) -> Callable[[Any, Any], None]:
+    """
+    The Optuna callback that says, on the command's stderr (the trials' own output goes to
+    their logs), how each trial ended and where the search stands: its trials finished of
+    `total` (at most `total` under a budget in compute, `stop`), the best so far, and the time
+    the rest would take at the mean training time of the trials so far (their `cost.json`:
+    measured on this machine, pruned trials at what they trained, so the pruner's saving is
+    in it).
+    """
+    from allennlp_tune.reporting.panel_data import run_seconds
+
+    terminal = sys.stderr
+    ended = {"COMPLETE": "finished", "PRUNED": "pruned", "FAIL": "failed"}
+
+    def said(study: Any, trial: Any) -> None:
+        counted = counted_trials(study)
+        seconds = [
+            run_seconds(read_json(Path(t.user_attrs["run_dir"]) / COST_NAME))
+            for t in counted
+            if t.user_attrs.get("run_dir")
+        ]
+        known = [value for value in seconds if value is not None]
+        metric = study.user_attrs.get("metric", "metric")
+        value = trial.value
+        if value is None and trial.intermediate_values:  # pruned: its last epoch's
+            value = trial.intermediate_values[max(trial.intermediate_values)]
+        scored = f" (dev {metric} {value:.4f})" if value is not None else ""
+        best = ""
+        if any(t.state.name == "COMPLETE" for t in counted):
+            top = study.best_trial
+            best = f", best so far trial {top.number} ({top.value:.4f})"
+        left = max(total - len(counted), 0)
+        ahead = ""
+        if left and known:
+            mean = sum(known) / len(known)
+            ahead = f"; the {left} left: about {duration(left * mean)} at these trials' mean"
+        print(
+            f"{tool}: {mode}: trial {trial.number} {ended.get(trial.state.name, 'ended')}"
+            f"{scored}; {len(counted)} of {'up to ' if stop else ''}{total} trials{best}{ahead}",
+            file=terminal,
+        )
+
+    return said

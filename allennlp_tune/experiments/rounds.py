@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from allennlp.common.checks import ConfigurationError
 
 from allennlp_tune.experiments.grid import GridResult, run_grid
+from allennlp_tune.planning.render import duration
 from allennlp_tune.reporting.intervals import bootstrap_options, row_pairs
 from allennlp_tune.reporting.panel_data import run_seconds
 from allennlp_tune.reporting.predictions import read_predictions
@@ -161,7 +162,7 @@ def next_look_line(
             )
         seconds += more * sum(known) / len(known)
     counted = sum(len(runs[mode]) for mode in modes)
-    took = f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
+    took = duration(seconds)
     return (
         f"{tool}: next look at {plan.looks[index + 1]} seeds per mode: {more} more seed(s) of "
         f"{', '.join(modes)}, about {took} of training (at each mode's mean run so far, "

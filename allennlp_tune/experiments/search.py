@@ -557,6 +557,7 @@ def run_search(
     stop: Optional[Callable[[Any], bool]] = None,
     resume: Optional[Dict[int, int]] = None,
     study_attrs: Optional[Dict[str, Any]] = None,
+    after_trial: Optional[Callable[[Any, Any], None]] = None,
 ) -> SearchResult:
     """
     Runs `trials` trials of the study `study_name` in this process (see the module docstring).
@@ -575,7 +576,7 @@ def run_search(
     environment or `ext_vars`; it is removed when the worker stops (kept with
     `keep_checkpoints`). `resume` (`trial_resume.dead_trials`): trials a killed process left,
     trained on first, as part of `trials`. `study_attrs`: set where the study lacks them,
-    before any trial (what a search killed in its first trial must have recorded).
+    before any trial. `after_trial(study, trial)`: called as each trial ends.
     """
     config = Path(config)
     results_dir = Path(results_dir)
@@ -615,7 +616,7 @@ def run_search(
         resume=dict(resume or {}),
     )
     with _worker_feature_cache(study_dir, worker, fixed, keep_checkpoints), SigtermAsInterrupt():
-        _optimize(study, objective, trials, stop, study_attrs or {})
+        _optimize(study, objective, trials, stop, study_attrs or {}, after_trial)
     return _search_result(study, objective.numbers, study_dir, storage, config, metric, fixed, seed)
 
 
@@ -625,10 +626,12 @@ def _optimize(
     trials: int,
     stop: Optional[Callable[[Any], bool]],
     study_attrs: Dict[str, Any],
+    after_trial: Optional[Callable[[Any, Any], None]],
 ) -> None:
     """`trials` trials of `objective`: those it resumes first (`_run_resumed`; one that fails
     to is given back, its setting queued to train from its start), then Optuna's, until
-    `stop(study)`; `study_attrs` set first where the study lacks them."""
+    `stop(study)`; `study_attrs` set first where the study lacks them, `after_trial` called
+    as each ends."""
     for key, value in study_attrs.items():
         if key not in study.user_attrs:
             study.set_user_attr(key, value)
@@ -636,9 +639,11 @@ def _optimize(
     for number in objective.resume:
         if _run_resumed(study, objective, number):
             left -= 1
+            if after_trial is not None:
+                after_trial(study, study.trials[number])
         else:
             enqueue_settings(study, [dict(study.trials[number].params)])
-    callbacks = []
+    callbacks = [] if after_trial is None else [after_trial]
     if stop is not None:
         callbacks.append(lambda study, _trial: study.stop() if stop(study) else None)
     if left > 0 and not (stop is not None and stop(study)):

@@ -30,7 +30,7 @@ def _size(num_bytes: Optional[float]) -> str:
     return f"{int(num_bytes)} B"
 
 
-def _duration(seconds: Optional[float]) -> str:
+def duration(seconds: Optional[float]) -> str:
     """Seconds up to 90 s, then minutes up to 90 min, then hours; "n/a" when unknown."""
     if seconds is None:
         return "n/a"
@@ -64,14 +64,14 @@ def render_plan(plans: Sequence[CellPlan]) -> str:
         else:
             cache_text = _size(plan.cache_bytes) + (" (over budget)" if plan.budget_error else "")
         rss = None if plan.peak_rss_mb is None else plan.peak_rss_mb * 2**20
-        epoch_text = _duration(plan.epoch_seconds)
+        epoch_text = duration(plan.epoch_seconds)
         if plan.first_epoch_seconds is not None and plan.epoch_seconds is not None:
-            epoch_text = f"{_duration(plan.first_epoch_seconds)} first, then {epoch_text}"
+            epoch_text = f"{duration(plan.first_epoch_seconds)} first, then {epoch_text}"
         if plan.time_source != "cost model" and plan.epoch_seconds is not None:
             epoch_text += f" ({plan.time_source})"
         total = planned_run_seconds(plan)
         total_text = (
-            "n/a" if total is None else f"{_duration(total)} ({counted(plan.epochs, 'epoch')})"
+            "n/a" if total is None else f"{duration(total)} ({counted(plan.epochs, 'epoch')})"
         )
         lines.append(
             f"| {plan.stem} | {f'{data.instances:,}' if data else 'n/a'} | "
@@ -132,7 +132,7 @@ def total_line(plans: Sequence[CellPlan]) -> str:
     left_out = f"; without {', '.join(unknown)} (no estimate)" if unknown else ""
     sources = sorted({plan.time_source for plan in plans if planned_run_seconds(plan)})
     return (
-        f"Estimated total: {_duration(total)} at most for {runs} run(s) "
+        f"Estimated total: {duration(total)} at most for {runs} run(s) "
         f"(time from {' and '.join(sources) or 'nothing'}; early stopping can end runs "
         f"sooner){left_out}."
     )
@@ -146,7 +146,7 @@ def first_look_line(plans: Sequence[CellPlan], runs: Sequence[int], first_look: 
     """
     total = planned_total_seconds(plans, runs)
     return (
-        f"If the first look ({first_look} seeds per mode) decides: {_duration(total)} at most "
+        f"If the first look ({first_look} seeds per mode) decides: {duration(total)} at most "
         f"for {sum(runs)} run(s); a difference the looks cannot settle trains every seed up to "
         "the cap (the total above)."
     )

@@ -347,6 +347,32 @@ def test_sigterm_ends_the_search_and_the_trial_it_stopped_runs_again(tmp_path, c
     assert "1 trial(s) were stopped (interrupted or killed) before" in capsys.readouterr().err
 
 
+def test_each_trial_says_how_it_ended_and_what_the_rest_would_take(tmp_path, capsys):
+    """After each trial, on the command's stderr (the trials' own output is in their logs): how
+    it ended, its dev score, the trials finished of K, the best so far, and the time of the
+    trials left at the mean training time of those so far (their cost.json)."""
+    [config] = written_configs(tmp_path, ["ft"])
+    space = {"ft": tuple(SHORT.split())}
+    searched = run_budget({"ft": config}, 3, tmp_path, "reviews", "bertuncased", "bert",
+                          {"TUNE_BERT_MODEL": str(BERT)}, spaces=space)  # fmt: skip
+    lines = [line for line in capsys.readouterr().err.splitlines() if ": ft: trial " in line]
+    trials = study_trials(tmp_path, "reviews_bertuncased_ft")
+    assert len(lines) == 3 and searched["ft"].trials["complete"] == 3
+    seconds = []
+    for done, (line, trial) in enumerate(zip(lines, trials), start=1):
+        cost = json.loads((Path(trial.user_attrs["run_dir"]) / "cost.json").read_text())
+        seconds.append(sum(cost["epoch_seconds"]))
+        best = max(trials[:done], key=lambda t: t.value)
+        said = (
+            f"tune-compare: ft: trial {trial.number} finished (dev accuracy {trial.value:.4f}); "
+            f"{done} of 3 trials, best so far trial {best.number} ({best.value:.4f})"
+        )
+        if done < 3:
+            mean = sum(seconds) / len(seconds)
+            said += f"; the {3 - done} left: about {(3 - done) * mean:.0f} s at these trials' mean"
+        assert line == said
+
+
 def test_a_trial_a_killed_process_left_running_runs_again(tmp_path, capsys):
     """
     `kill -9` (or a crash) in the middle of a trial leaves it RUNNING in the study. The next
