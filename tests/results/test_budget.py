@@ -696,7 +696,7 @@ def test_a_budget_in_compute_gives_the_light_frozen_arm_more_trials(tmp_path, ca
     assert "fe: trials until they spend 96 encoder forward passes (--budget 2 in compute" in err
     assert f"fe: best of {counts['fe']} trials" in err
     # The answer so far, from the two best trials, marked as not yet a verdict.
-    [so_far] = [line for line in err.splitlines() if "so far" in line]
+    [so_far] = [line for line in err.splitlines() if ": so far " in line]
     assert re.match(
         r"tune-compare: so far \(each mode's best search trial, one run each\): ft − fe "
         r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\] (ft|fe|tie); not yet a verdict: ",

@@ -270,8 +270,8 @@ def test_no_calibrate_gives_the_cost_model_numbers(tmp_path, capsys, monkeypatch
     cell = plan_cell(SST2_FT, VARIABLES)
     row = next(line for line in out.splitlines() if line.startswith("| sst2_bert_ft |"))
     assert row.endswith(
-        f"| {render._duration(cell.epoch_seconds)} | "
-        f"{render._duration(planned_run_seconds(cell))} (3 epochs) |"
+        f"| {render.duration(cell.epoch_seconds)} | "
+        f"{render.duration(planned_run_seconds(cell))} (3 epochs) |"
     )
     assert "calibrated" not in row and "time from cost model" in out
 

@@ -458,7 +458,7 @@ def test_a_cached_fe_run_has_its_first_epoch_fitted_and_planned_apart(tmp_path, 
     assert total == pytest.approx(cell.first_epoch_seconds + 2 * cell.epoch_seconds)
     table = render.render_plan([cell])
     row = next(line for line in table.splitlines() if line.startswith("| sst2_bert_fe"))
-    duration = render._duration
+    duration = render.duration
     first, later = duration(cell.first_epoch_seconds), duration(cell.epoch_seconds)
     assert row.endswith(f"| {first} first, then {later} | {duration(total)} (3 epochs) |")
     # Without the cache every epoch runs the encoder: the first epoch's cost, each time.
