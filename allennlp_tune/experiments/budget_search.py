@@ -28,7 +28,7 @@ from allennlp_tune.experiments.budget import (
     mode_result,
     trial_seeded_sampler,
 )
-from allennlp_tune.experiments.search import interrupted_settings, run_search
+from allennlp_tune.experiments.search import interrupted_settings, run_search, set_missing_attrs
 from allennlp_tune.experiments.trial_resume import dead_trials, resume_lines
 from allennlp_tune.planning.render import duration
 from allennlp_tune.rundir import COST_NAME, config_stem, read_json
@@ -84,9 +84,7 @@ def _search_mode(
         _run_trials(job, config, params, remaining, name, storage, enqueue, stop, resume, record,
                     said)  # fmt: skip
         study = _load_study(storage, name)
-    for key, value in record.items():  # a study from before they were recorded first
-        if key not in study.user_attrs:
-            study.set_user_attr(key, value)
+    set_missing_attrs(study, record)  # a study from before they were recorded first
     result = mode_result(
         mode, study, name, config, space, start, notes, _finished(study), done, job.search_dir
     )

@@ -620,6 +620,13 @@ def run_search(
     return _search_result(study, objective.numbers, study_dir, storage, config, metric, fixed, seed)
 
 
+def set_missing_attrs(study: Any, attrs: Dict[str, Any]) -> None:
+    """Sets each of `attrs` as a user attr of `study` where the study lacks it."""
+    for key, value in attrs.items():
+        if key not in study.user_attrs:
+            study.set_user_attr(key, value)
+
+
 def _optimize(
     study: Any,
     objective: _Trials,
@@ -632,9 +639,7 @@ def _optimize(
     to is given back, its setting queued to train from its start), then Optuna's, until
     `stop(study)`; `study_attrs` set first where the study lacks them, `after_trial` called
     as each ends."""
-    for key, value in study_attrs.items():
-        if key not in study.user_attrs:
-            study.set_user_attr(key, value)
+    set_missing_attrs(study, study_attrs)
     left = trials
     for number in objective.resume:
         if _run_resumed(study, objective, number):

@@ -34,23 +34,28 @@ from allennlp_tune.experiments.search import FINGERPRINT_ATTR, trial_params
 from allennlp_tune.rundir import CONFIG_NAME, RUN_INFO_NAME, SEED_KEYS, read_json
 from allennlp_tune.training.callbacks.optuna_pruning import PRUNED_ATTR
 
-# AllenNLP's checkpoint names (`Checkpointer._model_state_file`): epochs and batches completed.
 # The weights AllenNLP archives: those of the best epoch so far.
 BEST_WEIGHTS = "best.th"
+# AllenNLP's checkpoint names (`Checkpointer._model_state_file`): epochs and batches completed,
+# and a worker's rank where the state is sharded.
 _MODEL_STATE = re.compile(r"model_state_e(\d+)_b(\d+)(_w\d+)?\.th$")
 
 
 def checkpoint_epochs(run_dir: Path) -> Optional[int]:
     """The epochs completed at the latest checkpoint AllenNLP's recover would load from
-    `run_dir` (`Checkpointer.find_latest_checkpoint`); None without one, or where its training
-    state is missing (the kill came between the model's file and it: recover would fail)."""
+    `run_dir` (`Checkpointer.find_latest_checkpoint`); None without one, where its training
+    state is missing (the kill came between the model's file and it: recover would fail), or
+    where it is not an end-of-epoch checkpoint of one process (`model_state_e<N>_b0.th`, the
+    only kind a search trial saves, whose weights `best.th` links to)."""
     from allennlp.training.checkpointer import Checkpointer
 
     latest = Checkpointer(str(run_dir)).find_latest_checkpoint()
     if latest is None or not Path(latest[1]).is_file():  # killed between its two files
         return None
     found = _MODEL_STATE.search(Path(latest[0]).name)
-    return int(found.group(1)) if found else None
+    if found is None or found.group(2) != "0" or found.group(3):
+        return None
+    return int(found.group(1))
 
 
 def why_not_resumable(
@@ -99,40 +104,24 @@ def why_not_resumable(
 
 
 def _best_weights_problem(run_dir: Path, epochs: int, trained: Mapping[str, Any]) -> str:
-    """
-    Why the best weights of a checkpointed trial cannot be had (`""` when they can). AllenNLP
-    saves an epoch's checkpoint and then, where the epoch is the best so far, `best.th` (a link
-    to the checkpoint's weights), which the archive is made of: a kill in between leaves
-    `best.th` missing or an older epoch's, while the restored metric tracker names the last
-    epoch best. `_restore_best_weights` links it again, as AllenNLP would have; with a moving
-    average `best.th` holds the averaged weights, which no checkpoint has.
-    """
-    last = read_json(run_dir / f"metrics_epoch_{epochs - 1}.json") or {}
-    best = run_dir / BEST_WEIGHTS
-    if last.get("best_epoch") != epochs - 1:
-        saved = "best_epoch" not in last or best.is_file()
-        return "" if saved else f"its best weights ({best}) are missing"
-    model_state = run_dir / f"model_state_e{epochs}_b0.th"
+    """Why the best weights of a trial checkpointed after `epochs` cannot be had (`""` when
+    they can: saved, or to be linked by `_restore_best_weights`), from `_best_weights`."""
+    state = _best_weights(run_dir, epochs)
+    if state == "missing":
+        return f"its best weights ({run_dir / BEST_WEIGHTS}) are missing"
     averaged = (trained.get("trainer") or {}).get("moving_average") is not None
-    written = best.is_file() and best.stat().st_mtime_ns >= model_state.stat().st_mtime_ns
-    if averaged and not written:
+    if state == "unlinked" and averaged:
         return "it was killed before it saved its best (averaged) weights"
     return ""
 
 
 def _restore_best_weights(run_dir: Path, epochs: int) -> None:
-    """`best.th` made the checkpoint's weights where the checkpoint's epoch is the best so far
-    and the kill came before AllenNLP linked them (`_best_weights_problem`)."""
-    last = read_json(run_dir / f"metrics_epoch_{epochs - 1}.json") or {}
-    model_state = run_dir / f"model_state_e{epochs}_b0.th"
+    """`best.th` made the checkpoint's weights, as AllenNLP would have linked them, where the
+    kill came before it did (`_best_weights`: "unlinked")."""
+    if _best_weights(run_dir, epochs) != "unlinked":
+        return
     best = run_dir / BEST_WEIGHTS
-    if last.get("best_epoch") != epochs - 1 or not model_state.is_file():
-        return
-    if best.is_file() and (
-        os.path.samefile(best, model_state)
-        or best.stat().st_mtime_ns >= model_state.stat().st_mtime_ns
-    ):
-        return
+    model_state = run_dir / f"model_state_e{epochs}_b0.th"
     partial = best.with_name(best.name + ".tmp")
     partial.unlink(missing_ok=True)
     try:
@@ -140,6 +129,25 @@ def _restore_best_weights(run_dir: Path, epochs: int) -> None:
     except OSError:
         shutil.copyfile(model_state, partial)
     os.replace(partial, best)
+
+
+def _best_weights(run_dir: Path, epochs: int) -> str:
+    """
+    Where the best weights of a trial checkpointed after `epochs` (`checkpoint_epochs`) stand.
+    AllenNLP saves an epoch's checkpoint and then, where the epoch is the best so far, `best.th`
+    (a link to the checkpoint's weights), which the archive is made of: a kill in between
+    leaves `best.th` missing or an older epoch's while the restored metric tracker names the
+    last epoch best ("unlinked"). Else "saved", or "missing" where an earlier best epoch's
+    `best.th` is gone. (With a moving average `best.th` holds the averaged weights, which no
+    checkpoint has: `_best_weights_problem`.)
+    """
+    last = read_json(run_dir / f"metrics_epoch_{epochs - 1}.json") or {}
+    best = run_dir / BEST_WEIGHTS
+    if last.get("best_epoch") == epochs - 1:
+        model_state = run_dir / f"model_state_e{epochs}_b0.th"
+        written = best.is_file() and best.stat().st_mtime_ns >= model_state.stat().st_mtime_ns
+        return "saved" if written else "unlinked"
+    return "missing" if "best_epoch" in last and not best.is_file() else "saved"
 
 
 def dead_trials(
