@@ -82,7 +82,8 @@ def add_compare_parser(parser: argparse._SubParsersAction, name: str) -> argpars
 
 
 def add_sequential_arguments(subparser: argparse.ArgumentParser) -> None:
-    """--sequential, --looks and --margin; --seeds then gives the order seeds are added in."""
+    """--sequential, --looks, --futility and --margin; --seeds then gives the order seeds are
+    added in."""
     subparser.add_argument(
         "--sequential",
         action="store_true",
@@ -102,6 +103,16 @@ def add_sequential_arguments(subparser: argparse.ArgumentParser) -> None:
         metavar="SEEDS",
         help="with --sequential: seeds per mode at each look, increasing, from 2; the last is "
         "the seed cap (default 3 5 7)",
+    )
+    subparser.add_argument(
+        "--futility",
+        type=float,
+        default=None,
+        metavar="CHANCE",
+        help="with --sequential: a pair still undecided before the cap stops as 'undecided, "
+        "futile' when the chance that the seed cap would decide it (at the difference seen so "
+        "far) is under CHANCE (default 0.1; 0 runs every undecided pair to the cap). It never "
+        "makes a wrong 'better' verdict likelier; it can miss a small real difference",
     )
     subparser.add_argument(
         "--margin",

@@ -64,7 +64,8 @@ class Comparison:
     encoder_label, cuda_device : optional
         `--encoder-label`, `--cuda-device`.
     sequential : `bool`, optional (default = `False`)
-        Seeds in rounds, stopping at the looks (`looks`, default 3 5 7) once a verdict is in.
+        Seeds in rounds, stopping at the looks (`looks`, default 3 5 7) once a verdict is in,
+        or once the chance that the seed cap decides is under `futility` (default 0.1; 0: never).
     margin : `float`, optional
         Points within which two modes are called equivalent.
     budget : `int`, optional
@@ -93,6 +94,7 @@ class Comparison:
     cuda_device: Optional[int] = None
     sequential: bool = False
     looks: Optional[Sequence[int]] = None
+    futility: Optional[float] = None
     margin: Optional[float] = None
     budget: Optional[int] = None
     budget_unit: str = "trials"
@@ -141,14 +143,22 @@ class Comparison:
 
     def _checked_looks(self):
         """The `SequentialPlan` (None without `sequential`) and the seeds in their order."""
+        from allennlp_tune.reporting.futility import DEFAULT_FUTILITY
         from allennlp_tune.reporting.sequential import DEFAULT_LOOKS, SequentialPlan
 
         if not self.sequential:
-            if self.looks is not None:
-                raise ConfigurationError("--looks needs --sequential.")
+            for name in ("looks", "futility"):
+                if getattr(self, name) is not None:
+                    raise ConfigurationError(f"--{name} needs --sequential.")
             return None, list(self.seeds or DEFAULT_SEEDS)
+        futility = DEFAULT_FUTILITY if self.futility is None else self.futility
+        if not 0 <= futility < 1:
+            raise ConfigurationError(
+                f"--futility {futility:g}: a chance from 0 (never stop for futility) up to, not "
+                f"including, 1; the default is {DEFAULT_FUTILITY:g}."
+            )
         try:
-            plan = SequentialPlan(looks=tuple(self.looks or DEFAULT_LOOKS))
+            plan = SequentialPlan(looks=tuple(self.looks or DEFAULT_LOOKS), futility=futility)
         except ValueError as error:
             raise ConfigurationError(
                 f"--looks {' '.join(map(str, self.looks or ()))}: {error}."

@@ -11,7 +11,8 @@ after `plan.looks` seeds per mode, e.g. 3, 5, 7; alpha spending keeps the chance
    `run_grid`: complete runs are skipped, so the first round trains `looks[0]` seeds per mode);
 2. every open pair then takes its look over those seeds' dev predictions; a pair stops when its
    interval excludes 0 (a better mode), lies inside (-margin, +margin) with a `margin`
-   (equivalent), or the look is at the seed cap (undecided);
+   (equivalent), more seeds are unlikely to decide it (futile, `plan.futility`), or the look
+   is at the seed cap (undecided);
 3. a mode whose pairs have all stopped trains no further seed; the next round goes on with the
    others, until no pair is open.
 
@@ -291,6 +292,7 @@ def sequential_json(
             "looks": list(plan.looks),
             "alpha": plan.alpha,
             "spending": plan.spending,
+            "futility": plan.futility,
             "description": plan.describe(),
         },
         "margin": margin,

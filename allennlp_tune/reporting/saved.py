@@ -35,7 +35,14 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from allennlp_tune.reporting.intervals import bootstrap_options
 from allennlp_tune.reporting.predictions import read_predictions
 from allennlp_tune.reporting.scorers import metric_kind
-from allennlp_tune.reporting.sequential import CODES, Look, SequentialPlan, replay
+from allennlp_tune.reporting.sequential import (
+    CODES,
+    DEFAULT_ALPHA,
+    OBRIEN_FLEMING,
+    Look,
+    SequentialPlan,
+    replay,
+)
 from allennlp_tune.reporting.verify import verify_run
 from allennlp_tune.rundir import (
     BUDGET_NAME,
@@ -110,6 +117,7 @@ LOOK_SHAPE: Shape = {
     "within_margin": (lambda value: isinstance(value, bool), "a boolean"),
     "scores_a": (_list_of(_is_number), "a list of numbers"),
     "scores_b": (_list_of(_is_number), "a list of numbers"),
+    "power": _NUMBER_OR_NULL,  # absent before the futility rule
 }
 PAIR_SHAPE: Shape = {
     "mode_a": (_is_str, "a string"),
@@ -126,6 +134,7 @@ PLAN_SHAPE: Shape = {
     "alpha": (_is_number, "a number"),
     "spending": (_is_str, "a string"),
     "description": (_is_str, "a string"),
+    "futility": (_is_number, "a number"),  # absent before the futility rule: 0
 }
 SEQUENTIAL_SHAPE: Shape = {
     "task": (_is_str, "a string"),
@@ -176,7 +185,7 @@ BUDGET_SHAPE: Shape = {
 REQUIRED = {
     "sequential": ("task", "encoder"),
     "pair": ("mode_a", "mode_b"),
-    "look": tuple(LOOK_SHAPE),
+    "look": tuple(key for key in LOOK_SHAPE if key != "power"),
     "plan": (),
     "budget": ("task", "encoder", "budget"),
     "mode": ("mode",),
@@ -228,7 +237,7 @@ def _look_of(saved: Mapping[str, Any]) -> Look:
         if values.get(key) is None:
             values[key] = -math.inf if key == "low" else math.inf
     values["scores_a"], values["scores_b"] = tuple(values["scores_a"]), tuple(values["scores_b"])
-    return Look(**{key: values[key] for key in LOOK_SHAPE})
+    return Look(**{key: values[key] for key in LOOK_SHAPE if key in values})
 
 
 def _pair_problems(pair: Mapping[str, Any], where: str) -> List[str]:
@@ -302,11 +311,13 @@ def _replay_problems(
     if not every or not all(run.predictions for run in every) or "looks" not in plan_saved:
         return []  # nothing to recompute from; the scores were compared above
     try:
-        plan = SequentialPlan(tuple(plan_saved["looks"]))
-        if "alpha" in plan_saved:
-            plan = SequentialPlan(plan.looks, float(plan_saved["alpha"]), plan.spending)
-        if "spending" in plan_saved:
-            plan = SequentialPlan(plan.looks, plan.alpha, plan_saved["spending"])
+        # A file from before the futility rule had none: its looks are recomputed without it.
+        plan = SequentialPlan(
+            tuple(plan_saved["looks"]),
+            float(plan_saved.get("alpha", DEFAULT_ALPHA)),
+            plan_saved.get("spending", OBRIEN_FLEMING),
+            float(plan_saved.get("futility", 0.0)),
+        )
         metric = str(every[0].metric)
         options = bootstrap_options(every, metric_kind(metric))
         loaded = {

@@ -52,6 +52,8 @@ spending function (default Lan-DeMets O'Brien-Fleming type). Optionally a margin
 6. Decision at the look, in this order:
    - the interval lies above 0: **mode_a better**; below 0: **mode_b better** (stop);
    - a margin M is given and the interval lies inside (-M, +M): **equivalent within M** (stop);
+   - before the cap, the chance that the cap would decide (at the difference seen now) is
+     under `plan.futility`: **undecided, futile** (stop; `allennlp_tune.reporting.futility`);
    - otherwise, before the cap: **undecided, continue** (train up to the next look's seeds);
      at the cap: **undecided at the seed cap** (stop).
    A "better" verdict whose interval also lies inside (-M, +M) says so (`within_margin`): one
@@ -65,20 +67,16 @@ interval: each of its two one-sided tests is at `p_k / 2`, so when the true diff
 the chance of "equivalent" over all looks is about `alpha / 2`. Several pairs of modes compared
 at once each hold their own `alpha`; nothing here corrects for the number of pairs.
 
-Measured (tests/results/test_sequential.py; accuracy on 1,000 dev examples, per-seed shift 0.7
-points, looks after 3, 5, 7 seeds, alpha 0.05, O'Brien-Fleming): at a true difference of 0,
-3.8% of 4,000 comparisons said "better" (Pocock 2.8%), where 95% intervals at the same three
-looks said it 7.4% of the time; at 3 points, 99.4% found the better mode with 5.0 seeds on
-average; at 0.7 points (the seeds' own shift) 16.6% did, nearly all running to the cap. With a
-margin of 3 points and no true difference, 96% stopped as "equivalent", with 5.3 seeds on average.
-Other regimes at a true difference of 0 (2,000 comparisons each, Monte-Carlo s.e. 0.5%): seed
-shifts of 0.2 / 1.5 points on 1,000 examples 2.1% / 5.2% (naive 5.3% / 9.6%), 300 and 5,000
-examples 3.0% / 4.2%, seed shifts of 2.5 points on 500 examples 4.7% (naive 9.3%). The floor
-on `V` (step 4) is what makes the first regimes conservative: without it they read 4.4% and
-4.7%. A first look at 2 seeds (`--looks 2,3,5,7`, on the same simulated comparisons): 3.8% at
-a true difference of 0 and 4.9% where the seeds dominate (2.5 points on 500 examples); at 5
-points every comparison found the better mode, with 3.96 seeds on average against 4.28 for
-3, 5, 7 (at 3 points 4.80 against 4.95; at 0 both run to the cap).
+Measured without the futility rule (tests/results/test_sequential.py, which prints these;
+accuracy on 1,000 dev examples, per-seed shift 0.7 points, looks 3, 5, 7, alpha 0.05,
+O'Brien-Fleming): at a true difference of 0, 3.8% of 4,000 comparisons said "better" (Pocock
+2.8%; 95% intervals at the same looks 7.4%); at 3 points 99.4% found the better mode with 5.0
+seeds on average, at 0.7 points 16.6%; with a margin of 3 and no difference, 96% stopped as
+"equivalent" (5.3 seeds). At 0 in other regimes (2,000 each, s.e. 0.5%): seed shifts of 0.2 /
+1.5 points 2.1% / 5.2% (naive 5.3% / 9.6%), 300 and 5,000 examples 3.0% / 4.2%, shifts of 2.5
+points on 500 examples 4.7% (naive 9.3%); without the floor on `V` the first two read 4.4% and
+4.7%. Looks 2, 3, 5, 7: 3.8% at 0, 4.9% where seeds dominate; 3.96 seeds at 5 points (4.28).
+With the rule (`futility`'s docstring), ties stop at 4.4 seeds of 7 on average instead of 7.0.
 
 Why these choices
 -----------------
@@ -116,6 +114,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from allennlp_tune.reporting import labels
+from allennlp_tune.reporting.futility import DEFAULT_FUTILITY, conditional_power
 from allennlp_tune.reporting.paired import compare_modes
 from allennlp_tune.reporting.predictions import Predictions, PredictionsLike, as_predictions
 
@@ -134,7 +133,8 @@ B_BETTER = "b better"
 EQUIVALENT = "equivalent"
 CONTINUE = "undecided, continue"
 AT_CAP = "undecided at the seed cap"
-CODES = {1: A_BETTER, -1: B_BETTER, 2: EQUIVALENT, 0: CONTINUE, 3: AT_CAP}
+FUTILE = "undecided, futile"
+CODES = {1: A_BETTER, -1: B_BETTER, 2: EQUIVALENT, 0: CONTINUE, 3: AT_CAP, 4: FUTILE}
 
 # Grid points per look for the boundary's numerical integration.
 GRID_POINTS = 2001
@@ -282,11 +282,15 @@ class SequentialPlan:
         Two-sided error rate of the "better" verdicts over all looks.
     spending : `str`
         `"obrien-fleming"` (default) or `"pocock"`.
+    futility : `float`
+        A look before the cap stops as "undecided, futile" when the chance that the cap would
+        decide is under this (`futility.conditional_power`); 0 never stops for it.
     """
 
     looks: Tuple[int, ...] = DEFAULT_LOOKS
     alpha: float = DEFAULT_ALPHA
     spending: str = OBRIEN_FLEMING
+    futility: float = DEFAULT_FUTILITY
 
     def __post_init__(self) -> None:
         looks = tuple(int(k) for k in self.looks)
@@ -294,6 +298,8 @@ class SequentialPlan:
         if not looks or looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:])):
             raise ValueError(f"looks must be increasing seed counts from 2 up, got {looks}")
         boundaries([1.0], self.alpha, self.spending)  # checks alpha and the rule
+        if not 0 <= self.futility < 1:
+            raise ValueError(f"futility must lie in [0, 1), not {self.futility}")
 
     @property
     def cap(self) -> int:
@@ -324,10 +330,13 @@ class SequentialPlan:
             f"{k} seeds {100 * (1 - p):.2f}%" for k, p in zip(self.looks, self.levels())
         )
         name = "O'Brien-Fleming" if self.spending == OBRIEN_FLEMING else "Pocock"
+        futility = "; a pair stops as futile before the cap when the chance that the cap "
+        futility += f"decides (at the difference seen) is under {self.futility:.0%}"
         return (
             f"Group-sequential paired comparison: looks after {', '.join(map(str, self.looks))} "
             f"seeds per mode, Lan-DeMets {name}-type alpha spending of {self.alpha:g} two-sided "
-            f"(interval levels {levels}, Student-t on the seeds' degrees of freedom)."
+            f"(interval levels {levels}, Student-t on the seeds' degrees of freedom)"
+            f"{futility if self.futility > 0 else ''}."
         )
 
 
@@ -443,6 +452,7 @@ class Look:
     within_margin: bool = False  # the interval lies inside (-margin, +margin)
     scores_a: Tuple[float, ...] = field(default=(), repr=False)
     scores_b: Tuple[float, ...] = field(default=(), repr=False)
+    power: Optional[float] = None  # the chance that the cap decides (before the cap only)
 
     @property
     def stop(self) -> bool:
@@ -458,6 +468,7 @@ class Look:
             EQUIVALENT: EQUIVALENT,
             CONTINUE: "continue",
             AT_CAP: "undecided",
+            FUTILE: "undecided",
         }[self.decision]
 
     def text(self, digits: int = 1) -> str:
@@ -472,6 +483,9 @@ class Look:
             said = f"{self.mode_b} better"
         elif self.decision == EQUIVALENT:
             said = f"equivalent within {self.margin:g}"
+        elif self.decision == FUTILE and self.power is not None:
+            chance = math.floor(1000 * self.power) / 10  # under the rule's share, as printed
+            said = f"{FUTILE} (a {chance:g}% chance that the seed cap decides)"
         else:
             said = self.decision
         if self.within_margin and self.decision in (A_BETTER, B_BETTER):
@@ -590,7 +604,7 @@ class SequentialComparison:
         time = self._information_time(len(runs_a), len(runs_b))
         bound = self._critical_value(time)
         estimate = self._estimate(runs_a, runs_b)
-        low, high, df, std_error = look_interval(
+        parts = (
             estimate.difference,
             estimate.data_std_error**2,
             estimate.residual_variance,
@@ -598,9 +612,15 @@ class SequentialComparison:
             len(runs_a),
             np.var(estimate.scores_b, ddof=1),
             len(runs_b),
-            bound,
         )
+        low, high, df, std_error = look_interval(*parts, bound)
         code = int(decide(low, high, self.margin, time >= 1.0 - 1e-9))
+        power = None
+        if time < 1.0 - 1e-9:  # the chance the cap decides, against its critical value
+            args = (*parts, self.plan.cap, self._cap_bound(time), self.margin)
+            power = float(conditional_power(*args))
+            if code == 0 and power < self.plan.futility:
+                code = 4
         within = self.margin is not None and bool(-self.margin < low and high < self.margin)
         look = Look(
             mode_a=self.names[0],
@@ -623,6 +643,7 @@ class SequentialComparison:
             within_margin=within,
             scores_a=tuple(estimate.scores_a),
             scores_b=tuple(estimate.scores_b),
+            power=power,
         )
         self.looks.append(look)
         return look
@@ -657,6 +678,12 @@ class SequentialComparison:
         the boundaries follow the looks' actual times rather than the planned ones.
         """
         times = [previous.time for previous in self.looks] + [time]
+        return boundaries(times, self.plan.alpha, self.plan.spending)[-1]
+
+    def _cap_bound(self, time: float) -> float:
+        """The cap's critical value after the looks taken, this one and the planned rest."""
+        times = [previous.time for previous in self.looks] + [time]
+        times += [t for t in (self.plan.time(k) for k in self.plan.looks) if t > time + 1e-9]
         return boundaries(times, self.plan.alpha, self.plan.spending)[-1]
 
     def _estimate(self, runs_a: List[Predictions], runs_b: List[Predictions]) -> "_Estimate":
@@ -740,6 +767,7 @@ __all__ = [
     "CODES",
     "CONTINUE",
     "EQUIVALENT",
+    "FUTILE",
     "Look",
     "OBRIEN_FLEMING",
     "POCOCK",

@@ -18,10 +18,12 @@ from allennlp_tune.experiments.comparison import Comparison
 from allennlp_tune.experiments.rounds import SEQUENTIAL_NAME, run_sequential
 from allennlp_tune.reporting.render import render_markdown
 from allennlp_tune.reporting.report import report_from_dirs
-from allennlp_tune.reporting.sequential import AT_CAP, EQUIVALENT, SequentialPlan
+from allennlp_tune.reporting.sequential import AT_CAP, EQUIVALENT, FUTILE, SequentialPlan
 from allennlp_tune.rundir import parse_run_name
 
 PLAN = SequentialPlan(looks=(3, 5, 7))
+# Without the futility rule: the rounds' own mechanics up to the cap.
+TO_CAP = SequentialPlan(looks=(3, 5, 7), futility=0.0)
 # One fixed random stream: these tests check the rounds' mechanics on one comparison of each
 # kind; the procedure's error rates over many comparisons are tests/results/test_sequential.py's.
 # (At a true difference of 0, 1 comparison in 20 may say "better": stream 0 of the old seeding,
@@ -136,20 +138,55 @@ def test_a_large_difference_stops_at_the_first_look(tmp_path, capsys):
     assert "BERT reviews ft − fe: ft better" in markdown and "after 3 seeds each" in markdown
 
 
-def test_a_null_difference_runs_to_the_cap(tmp_path):
+def test_a_null_difference_runs_to_the_cap_without_the_futility_rule(tmp_path):
     runner = FakeTraining()
-    result = compare(tmp_path, {"fe": 0.85, "ft": 0.85}, runner)
+    result = compare(tmp_path, {"fe": 0.85, "ft": 0.85}, runner, plan=TO_CAP)
     looks = result.looks[("ft", "fe")]
     assert [look.seeds_a for look in looks] == [3, 5, 7]
     assert looks[-1].decision == AT_CAP
     assert trained(runner, "fe") == trained(runner, "ft") == list(range(1, 8))
+    # A file from before the rule (no futility in its plan, no chance in its looks) is read as
+    # it was: its looks recomputed from the runs without the rule agree with the stored ones.
+    path = tmp_path / "out" / SEQUENTIAL_NAME
+    saved = json.loads(path.read_text())
+    assert saved["plan"]["futility"] == 0.0
+    del saved["plan"]["futility"]
+    for stored in saved["pairs"][0]["looks"]:
+        assert stored.pop("power") is None or stored["seeds_a"] < 7
+    path.write_text(json.dumps(saved))
+    built = report_from_dirs([tmp_path / "out"])
+    assert built.broken == [] and len(built.sequential) == 1
+    assert "undecided at the seed cap" in render_markdown(built)
+
+
+def test_a_null_difference_stops_as_futile(tmp_path, capsys):
+    """The same tie with the default rule: the first look's chance that 7 seeds would decide
+    is under 10%, so the pair stops there, 6 runs instead of 14; sequential.json keeps the rule
+    and the chance, and the report (which recomputes the looks from the runs) shows them."""
+    runner = FakeTraining()
+    result = compare(tmp_path, {"fe": 0.85, "ft": 0.85}, runner)
+    [look] = result.looks[("ft", "fe")]
+    assert look.decision == FUTILE and look.verdict == "undecided" and look.seeds_a == 3
+    assert look.power < PLAN.futility
+    assert trained(runner, "fe") == trained(runner, "ft") == [1, 2, 3]
+    assert "ft − fe undecided, futile (a " in capsys.readouterr().err
+    saved = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
+    assert saved["plan"]["futility"] == PLAN.futility
+    assert saved["pairs"][0]["decision"] == FUTILE
+    assert saved["pairs"][0]["looks"][0]["power"] == pytest.approx(look.power)
+    built = report_from_dirs([tmp_path / "out"])
+    assert built.broken == []
+    markdown = render_markdown(built)
+    assert "BERT reviews ft − fe: undecided, futile (a " in markdown
+    assert "stopped at look 1 of 3, after 3 seeds each" in markdown
+    assert "a pair stops as futile before the cap" in markdown
 
 
 def test_a_mode_stops_once_all_its_pairs_have_stopped(tmp_path, capsys):
     """fe is far behind: its two pairs stop at the first look and it trains no more seeds,
     while lora against ft (equally good) goes on to the cap."""
     runner = FakeTraining(seconds={"fe": 600, "ft": 900, "lora": 300})
-    result = compare(tmp_path, {"fe": 0.75, "ft": 0.88, "lora": 0.88}, runner)
+    result = compare(tmp_path, {"fe": 0.75, "ft": 0.88, "lora": 0.88}, runner, plan=TO_CAP)
     assert [look.verdict for look in result.looks[("ft", "fe")]] == ["ft"]
     assert [look.verdict for look in result.looks[("lora", "fe")]] == ["lora"]
     assert [look.seeds_a for look in result.looks[("lora", "ft")]] == [3, 5, 7]
@@ -174,26 +211,26 @@ def test_a_killed_comparison_resumes_without_retraining_finished_seeds(tmp_path)
     accuracies = {"fe": 0.85, "ft": 0.85}
     killed = FakeTraining(interrupt_at=8)  # round 2 (seeds 4, 5): killed while ft seed 4 trains
     with pytest.raises(KeyboardInterrupt):
-        compare(tmp_path, accuracies, killed)
+        compare(tmp_path, accuracies, killed, plan=TO_CAP)
     assert killed.calls[-1] == ("ft", 4)
     first = json.loads((tmp_path / "out" / SEQUENTIAL_NAME).read_text())
     assert [look["seeds_a"] for look in first["pairs"][0]["looks"]] == [3]
 
     rerun = FakeTraining()
-    result = compare(tmp_path, accuracies, rerun)
+    result = compare(tmp_path, accuracies, rerun, plan=TO_CAP)
     assert rerun.calls == [("ft", 4), ("fe", 5), ("ft", 5), ("fe", 6), ("ft", 6)] + [
         ("fe", 7),
         ("ft", 7),
     ]
     # The same looks as a comparison that was never killed.
     whole = FakeTraining()
-    fresh = compare(tmp_path / "again", accuracies, whole)
+    fresh = compare(tmp_path / "again", accuracies, whole, plan=TO_CAP)
     assert [look.as_dict() for look in result.looks[("ft", "fe")]] == [
         look.as_dict() for look in fresh.looks[("ft", "fe")]
     ]
     # A finished comparison rerun trains nothing.
     idle = FakeTraining()
-    again = compare(tmp_path, accuracies, idle)
+    again = compare(tmp_path, accuracies, idle, plan=TO_CAP)
     assert idle.calls == [] and len(again.grid.skipped) == 14 and not again.grid.trained
 
 
@@ -225,10 +262,14 @@ def test_the_command_line_plan_and_its_seeds(capsys, tmp_path, monkeypatch):
         ["--sequential", "--looks", "2", "4", "--seeds", "9", "8", "7", "6"]
     )
     assert comparison._plan.cap == 4 and comparison.seeds == (9, 8, 7, 6)
+    assert from_command_line(["--sequential"])._plan.futility == 0.1
+    assert from_command_line(["--sequential", "--futility", "0"])._plan.futility == 0.0
     for argv, message in (
         (["--looks", "3", "5"], "--looks needs --sequential"),
         (["--sequential", "--seeds", "1", "2", "3"], "list at least 7 seeds"),
         (["--sequential", "--looks", "5", "3"], "--looks 5 3: looks must be increasing"),
+        (["--futility", "0.2"], "--futility needs --sequential"),
+        (["--sequential", "--futility", "1"], "--futility 1: a chance from 0"),
     ):
         with pytest.raises(ConfigurationError, match=message):
             from_command_line(argv)

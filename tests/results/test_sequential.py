@@ -30,11 +30,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from allennlp_tune.reporting.futility import DEFAULT_FUTILITY, conditional_power
 from allennlp_tune.reporting.predictions import Predictions
 from allennlp_tune.reporting.sequential import (
     AT_CAP,
     CONTINUE,
     EQUIVALENT,
+    FUTILE,
     POCOCK,
     SequentialComparison,
     SequentialPlan,
@@ -80,15 +82,23 @@ def look_statistics(correct, seeds):
     return out
 
 
-def run_looks(looks, bounds, margin=None):
-    """Each comparison's decision code (first look that stops it) and the seeds it used."""
+def run_looks(looks, bounds, margin=None, futility=0.0):
+    """Each comparison's decision code (first look that stops it) and the seeds it used; with
+    `futility`, an undecided look before the cap whose conditional power is under it stops (4),
+    as `SequentialComparison.look` does."""
     size = len(looks[0][0])
     codes = np.zeros(size, dtype=int)
     used = np.zeros(size)
     active = np.ones(size, dtype=bool)
+    cap = looks[-1][-1]
     for k, ((difference, data, residual, var_a, var_b, s), bound) in enumerate(zip(looks, bounds)):
         low, high, _, _ = look_interval(difference, data, residual, var_a, s, var_b, s, bound)
-        code = decide(low, high, margin, k == len(looks) - 1)
+        last = k == len(looks) - 1
+        code = decide(low, high, margin, last)
+        if futility and not last:
+            parts = (difference, data, residual, var_a, s, var_b, s)
+            power = conditional_power(*parts, cap, bounds[-1], margin)
+            code = np.where((code == 0) & (power < futility), 4, code)
         codes[active], used[active] = code[active], s
         active &= code == 0
     return codes, used
@@ -295,6 +305,107 @@ def test_a_first_look_at_two_seeds_holds_alpha_and_stops_sooner():
     assert seeds["early"] < seeds["default"] - 0.15, REPORT["first look at 2 seeds"]
 
 
+# Stopping for futility (issue 72: a tie without --margin ran every seed to the cap) ------------
+
+SHORT = SequentialPlan(looks=(3, 5), alpha=ALPHA)  # the looks the real decisions used
+
+
+@pytest.mark.parametrize("plan", [PLAN, SHORT], ids=["3,5,7", "3,5"])
+def test_futility_keeps_alpha_and_stops_ties_early(plan):
+    """
+    At a true difference of 0, on the same simulated comparisons with and without the rule:
+    the rule can only turn an undecided look into a stop, so the wrong "better" verdicts are a
+    subset of those without it (at or under alpha, where the dev set carries the noise and
+    where the seeds do); and the ties stop about a round early instead of running to the cap.
+    """
+    zero = simulated_looks(0.0, 4000, seed=1, plan=plan)
+    seedy = simulated_looks(0.0, 2000, seed=9, plan=plan, n=500, seed_sd=2.5, rho=0.5)
+    out = {}
+    for name, looks in (("dev-dominated", zero), ("seed-dominated", seedy)):
+        plain, plain_used = run_looks(looks, plan.boundaries())
+        codes, used = run_looks(looks, plan.boundaries(), futility=DEFAULT_FUTILITY)
+        wrong, plain_wrong = np.isin(codes, (1, -1)), np.isin(plain, (1, -1))
+        assert not np.any(wrong & ~plain_wrong)  # no new wrong verdict
+        assert wrong.mean() <= ALPHA + tolerance(ALPHA, len(codes)), (name, wrong.mean())
+        out[name] = dict(
+            false_rate=float(wrong.mean()),
+            without_rule=float(plain_wrong.mean()),
+            futile=float((codes == 4).mean()),
+            mean_seeds=round(float(used.mean()), 2),
+            mean_seeds_without=round(float(plain_used.mean()), 2),
+        )
+    REPORT[f"futility at delta=0, looks {plan.looks}"] = out
+    # Measured 4.39 of 7 and 3.72 of 5 seeds (from 6.98 and 4.99): most ties stop at look 1.
+    saved = out["dev-dominated"]["mean_seeds_without"] - out["dev-dominated"]["mean_seeds"]
+    assert saved > 0.4 * (plan.cap - plan.looks[0]), out
+    assert out["dev-dominated"]["futile"] > 0.5, out
+
+
+def test_futility_costs_little_power():
+    """The power the rule gives up, on the same comparisons, at the simulations' differences:
+    at 3 points (4 standard errors at the cap) it still finds the better mode nearly always."""
+    out = {}
+    for delta in (SMALL, 1.5, LARGE):
+        looks = simulated_looks(delta, 2000, seed=2)
+        plain, plain_used = run_looks(looks, PLAN.boundaries())
+        codes, used = run_looks(looks, PLAN.boundaries(), futility=DEFAULT_FUTILITY)
+        out[delta] = dict(
+            power=float((codes == 1).mean()),
+            without_rule=float((plain == 1).mean()),
+            mean_seeds=round(float(used.mean()), 2),
+            mean_seeds_without=round(float(plain_used.mean()), 2),
+        )
+        assert (codes == -1).mean() <= ALPHA / 2
+    REPORT["futility power"] = out
+    assert out[LARGE]["power"] >= 0.98 and out[LARGE]["without_rule"] - out[LARGE]["power"] < 0.01
+    # Where the difference is real but small, the rule gives up a few points of power.
+    assert out[1.5]["without_rule"] - out[1.5]["power"] < 0.05, out
+    assert out[1.5]["mean_seeds"] < out[1.5]["mean_seeds_without"], out
+
+
+def test_futility_leaves_equivalence_to_the_margin():
+    """With a margin, "deciding" includes "equivalent": the rule does not cut short the ties a
+    margin would have called equivalent (margin 3 at a true difference of 0), and at a
+    difference on the margin it does not make "equivalent" likelier."""
+    zero = simulated_looks(0.0, 1000, seed=3)
+    codes, _ = run_looks(zero, PLAN.boundaries(), margin=3.0, futility=DEFAULT_FUTILITY)
+    plain, _ = run_looks(zero, PLAN.boundaries(), margin=3.0)
+    inside = dict(equivalent=float((codes == 2).mean()), without_rule=float((plain == 2).mean()))
+    assert (codes == 2).mean() >= (plain == 2).mean() - 0.02, (
+        (codes == 2).mean(),
+        (plain == 2).mean(),
+    )
+    edge = simulated_looks(1.5, 1000, seed=4)
+    codes, _ = run_looks(edge, PLAN.boundaries(), margin=1.5, futility=DEFAULT_FUTILITY)
+    assert (codes == 2).mean() <= ALPHA / 2 + tolerance(ALPHA / 2, 1000)
+    REPORT["futility with a margin"] = dict(
+        delta_0_margin_3=inside, delta_on_margin_1_5_equivalent=float((codes == 2).mean())
+    )
+
+
+def test_conditional_power_against_the_brownian_motion_it_models():
+    """
+    `conditional_power` by Monte Carlo: seed-level scores whose variance is all seeds' (no dev
+    part, no floor), the cap's difference drawn given the look's, at the difference seen. The
+    closed form must match the simulated share of caps clearing the bound.
+    """
+    rng = np.random.default_rng(11)
+    seeds, cap, sd = 3, 7, 1.0  # per-seed sd of each mode's score, points
+    bound = PLAN.boundaries()[-1]
+    for difference in (0.2, 1.0, 1.8):
+        power = float(
+            conditional_power(difference, 0.0, 0.0, sd**2, seeds, sd**2, seeds, cap, bound)
+        )
+        # The 4 seeds still to come, per mode, at the difference seen; the cap's D their mix.
+        later = difference + rng.standard_normal(200_000) * sd * math.sqrt(2 / (cap - seeds))
+        at_cap = (seeds * difference + (cap - seeds) * later) / cap
+        expected = float((np.abs(at_cap) >= bound * sd * math.sqrt(2 / cap)).mean())
+        assert power == pytest.approx(expected, abs=0.006), difference
+    # No variance left to shrink (the dev set holds it all): the cap says what this look says.
+    assert conditional_power(0.5, 1.0, 0.0, 0.0, 3, 0.0, 3, 7, bound) == 0.0
+    assert conditional_power(2.5, 1.0, 0.0, 0.0, 3, 0.0, 3, 7, bound) == 1.0
+
+
 # The real path: predictions -> paired bootstrap -> Look ----------------------------------------
 
 LABELS = ["yes", "no"]
@@ -333,6 +444,12 @@ def test_closed_form_matches_the_bootstrap():
     assert look.df == pytest.approx(float(df[0]), rel=0.1)
     assert look.low == pytest.approx(float(low[0]), abs=0.1 * (look.high - look.low))
     assert look.scores_a == pytest.approx(tuple(correct[0, :3].mean(-1) * 100))
+    # The chance that the cap decides, from the same parts, against the planned cap's bound.
+    power = conditional_power(
+        difference, data, residual, var_a, s, var_b, s, 7, PLAN.boundaries()[-1]
+    )
+    assert look.power == pytest.approx(float(power[0]), abs=0.05)
+    assert (look.decision == FUTILE) == (look.decision != CONTINUE and look.power < 0.1)
 
 
 def test_end_to_end_through_predictions():
@@ -383,6 +500,28 @@ def test_looks_step_by_step_and_their_text():
     assert last.as_dict()["decision"] == last.decision
     # A plan's note for the report.
     assert "O'Brien-Fleming" in PLAN.describe() and "3, 5, 7" in PLAN.describe()
+    assert "futile" in PLAN.describe() and "futile" not in SequentialPlan(futility=0).describe()
+
+
+def test_a_tie_stops_as_futile_through_the_real_path():
+    """A simulated tie through predictions and the bootstrap: it stops as futile before the
+    cap and says so, with the chance it computed (the looks before it went on with a chance at
+    or over the rule's); without the rule the same runs go on to the cap."""
+    rng = np.random.default_rng(12)
+    correct = simulate(rng, 1, 0.0, n=600, seed_sd=0.3)[0]
+    runs_a, runs_b = as_runs(correct, rng.integers(0, 2, 600))
+    looks = replay(runs_a, runs_b, "accuracy", ("ft", "fe"), PLAN, replicates=300)
+    last = looks[-1]
+    assert last.decision == FUTILE and last.stop and last.seeds_a < PLAN.cap, last.text()
+    assert last.verdict == "undecided" and last.power < DEFAULT_FUTILITY
+    chance = math.floor(1000 * last.power) / 10
+    assert f"futile (a {chance:g}% chance that the seed cap decides)" in last.text()
+    assert all(look.decision == CONTINUE and look.power >= 0.1 for look in looks[:-1])
+    off = SequentialPlan(looks=PLAN.looks, alpha=ALPHA, futility=0.0)
+    again = replay(runs_a, runs_b, "accuracy", ("ft", "fe"), off, replicates=300)
+    assert again[len(looks) - 1].decision == CONTINUE
+    assert again[len(looks) - 1].difference == pytest.approx(last.difference)
+    assert again[-1].decision in (AT_CAP, "a better", "b better") and again[-1].seeds_a == 7
 
 
 def test_seeds_with_equal_scores_do_not_make_the_interval_a_point():
@@ -398,7 +537,9 @@ def test_seeds_with_equal_scores_do_not_make_the_interval_a_point():
     correct = np.stack([np.stack([half, ~half])] * 2)  # (2 modes, 2 seeds, n)
     gold = np.random.default_rng(10).integers(0, 2, n)
     runs_a, runs_b = as_runs(correct, gold)
-    plan = SequentialPlan(looks=(2, 4, 6), alpha=ALPHA)
+    # Without the futility rule, which would (rightly) stop here: at D = 0 and a floor of 5
+    # points, not even the cap's 6 seeds could make the interval fit inside +-1.
+    plan = SequentialPlan(looks=(2, 4, 6), alpha=ALPHA, futility=0.0)
     comparison = SequentialComparison(("ft", "fe"), "accuracy", plan, margin=1.0, replicates=300)
     look = comparison.look(runs_a, runs_b)
     assert look.scores_a == look.scores_b == (50.0, 50.0)
