@@ -254,7 +254,8 @@ decision() {
   # docs/results/NOTEBOOK.md sections 16 and 17: tune-compare --budget 3 --sequential as a user
   # runs it, each
   # mode's recipe searched (3 trials, the config's own first), then seeds in looks of 3 and 5
-  # until the verdict is known. cola_user is CoLA exported as a user's CSV with yes / no labels
+  # until the verdict is known (or stops as futile; DECISION_MODES="fe ft lora": issue 72's
+  # "Decision cost" runs, RESULTS.md). cola_user is CoLA exported as a user's CSV with yes / no labels
   # (scripts/export_user_tasks.py): a task no shipped recipe was tuned on. Resumable per run.
   $BIN/python scripts/export_user_tasks.py "$RUNS/user_tasks" --data-dir "$DATA"
   local task spec seeds=()
@@ -263,8 +264,9 @@ decision() {
   for task in ${DECISION_TASKS:-sick_r sick_e mrpc sts_b cola_user}; do
     spec=$task
     [ "$task" = cola_user ] && spec="$RUNS/user_tasks/cola_table/task.json"
-    $BIN/allennlp tune-compare "$spec" --encoder "$MINILM" --modes fe ft --budget 3 \
-      --sequential --looks 3 5 --results-dir "$RUNS/budget/$task" --no-progress \
+    # shellcheck disable=SC2086
+    $BIN/allennlp tune-compare "$spec" --encoder "$MINILM" --modes ${DECISION_MODES:-fe ft} \
+      --budget 3 --sequential --looks 3 5 --results-dir "$RUNS/budget/$task" --no-progress \
       ${seeds[@]:+"${seeds[@]}"}
   done
 }

@@ -147,8 +147,8 @@ def first_look_line(plans: Sequence[CellPlan], runs: Sequence[int], first_look: 
     total = planned_total_seconds(plans, runs)
     return (
         f"If the first look ({first_look} seeds per mode) decides: {duration(total)} at most "
-        f"for {sum(runs)} run(s); a difference the looks cannot settle trains every seed up to "
-        "the cap (the total above)."
+        f"for {sum(runs)} run(s); a difference the looks cannot settle, unless they stop it as "
+        "futile, trains every seed up to the cap (the total above)."
     )
 
 

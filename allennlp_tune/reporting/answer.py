@@ -17,6 +17,7 @@ from allennlp_tune.reporting.budgets import RowBudget, decision_sentence, row_bu
 from allennlp_tune.reporting.cells import Row
 from allennlp_tune.reporting.costs import (
     _is_number,
+    compute_equivalents,
     format_params,
     forward_equivalents,
     mean_encoder_passes,
@@ -201,8 +202,21 @@ def _against(result: PairedResult, mode: str) -> Tuple[str, float, float, float]
     return result.mode_a, -result.difference, -result.high, -result.low
 
 
+BY_COMPUTE = "compute (encoder passes and the task network's flops)"
 BY_PASSES = "encoder passes"
 BY_SECONDS = "seconds per epoch"
+
+
+def _compute(row: Row, mode: str) -> Optional[float]:
+    """A mode's mean training compute per scored run, encoder and task network together
+    (`costs.compute_equivalents`, forward passes of the encoder over one instance); `None`
+    where a run lacks what it needs (a head on pooled vectors needs the wordpieces per
+    instance, which a run folder does not record, so such a row is counted in passes: its
+    head costs next to nothing)."""
+    counted = [compute_equivalents(run, None) for run in row.cells[mode].scored_runs]
+    if not counted or any(value is None for value in counted):
+        return None
+    return sum(counted) / len(counted)
 
 
 def _forward_equivalents(row: Row, mode: str) -> Optional[float]:
@@ -212,9 +226,17 @@ def _forward_equivalents(row: Row, mode: str) -> Optional[float]:
 
 
 def cost_unit(row: Row, modes: List[str]) -> str:
-    """What "cheapest" is measured in among `modes`: encoder passes (`BY_PASSES`) when every one
-    of them recorded its passes, a count that does not move with the machine's load; else the
-    mean seconds per epoch (`BY_SECONDS`, runs from before passes were recorded)."""
+    """
+    What "cheapest" is measured in among `modes`, in units that do not move with the machine's
+    load: compute (`BY_COMPUTE`: encoder passes plus the task network's flops) when every one
+    of them recorded both, so that a frozen arm whose BiLSTM head costs more than fine-tuning
+    is not called cheaper (issue 72: on a 2,640-sentence CSV each frozen BCN seed took 4 min
+    against fine-tuning's 2, while counting a tenth of its passes); else encoder passes
+    (`BY_PASSES`); else the mean seconds per epoch (`BY_SECONDS`, runs from before passes were
+    recorded).
+    """
+    if modes and all(_compute(row, mode) is not None for mode in modes):
+        return BY_COMPUTE
     if modes and all(_forward_equivalents(row, mode) is not None for mode in modes):
         return BY_PASSES
     return BY_SECONDS
@@ -227,7 +249,9 @@ def _cost_key(
     seconds per epoch), then trainable parameters (which orders LoRA and BitFit, whose passes
     equal ft's, below ft), then the report's order of modes (`mode_order`)."""
     cell = row.cells[mode]
-    if unit == BY_PASSES:
+    if unit == BY_COMPUTE:
+        cost = _compute(row, mode)
+    elif unit == BY_PASSES:
         cost = _forward_equivalents(row, mode)
     else:
         cost = cell.cost_mean("mean_epoch_seconds")
@@ -286,8 +310,9 @@ def within_margin_of(row: Row, best: str, margin: float) -> Dict[str, Tuple[floa
 def choose_arm(row: Row, margin: Optional[float] = None) -> Optional[str]:
     """
     The arm to use; `None` without paired results. Without a margin: of the compared modes
-    that no pair found worse than another, the cheapest (`_cost_key`: in encoder passes where
-    every one recorded them, else seconds per epoch; then trainable parameters). With a margin
+    that no pair found worse than another, the cheapest (`_cost_key`: in compute, encoder and
+    head, where every one recorded it, else encoder passes, else seconds per epoch; then
+    trainable parameters). With a margin
     (points, `tune-report --margin M`): the cheapest of the modes not worse than the best arm
     (`best_arm`) by more than M (`within_margin_of`), so that a block of layers or an
     adapter that stays within M of full fine-tuning is chosen for its lower cost, and one
@@ -350,6 +375,8 @@ def _cost_words(row: Row, mode: str) -> str:
     parts += [f"{format_params(params)} trainable"] if params is not None else []
     passes = mean_encoder_passes(cell.scored_runs)
     parts += [f"encoder passes {passes_text(passes)}"] if passes is not None else []
+    compute = _compute(row, mode)
+    parts += [f"compute {format_params(compute)} fwd"] if compute is not None else []
     return ", ".join(parts) if parts else "no costs recorded"
 
 

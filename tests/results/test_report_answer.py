@@ -3,7 +3,15 @@ warning, and the paper's columns left out of tables of tasks that are not the pa
 
 import json
 
-from allennlp_tune.reporting.answer import ANSWER_TITLE, DEFAULT_RECIPES, _against, choose_arm
+from allennlp_tune.reporting.answer import (
+    ANSWER_TITLE,
+    BY_COMPUTE,
+    BY_PASSES,
+    DEFAULT_RECIPES,
+    _against,
+    choose_arm,
+    cost_unit,
+)
 from allennlp_tune.reporting.html_report import render_report_html
 from allennlp_tune.reporting.render import render_json, render_markdown
 from tests.results.test_report_verdict import GOLDS, make, notes, report, table, wrong_every
@@ -130,10 +138,12 @@ def test_a_run_that_gave_every_example_one_class_is_warned_of(tmp_path, make_run
     ]
 
 
-def tied_fe_and_ft(tmp_path, make_run, passes=True):
+def tied_fe_and_ft(tmp_path, make_run, passes=True, head=None):
     """fe and ft equally good (a tie); fe's epochs took longer on the clock (its first epoch
     fills the feature cache, and the machine was busy) but it ran the encoder forward once,
-    where ft ran 3 x 120 fwd+bwd passes. With `passes=False` ft's runs predate the count."""
+    where ft ran 3 x 120 fwd+bwd passes. With `passes=False` ft's runs predate the count. With
+    `head` ((fe's head parameters, where it runs), the runs record their parameters: a
+    10M-parameter dense encoder, ft's head 770 parameters (counted per token, as its runs do)."""
     root = tmp_path / "runs"
     for seed in (1, 2, 3):
         for mode, seconds in (("fe", 12.0), ("ft", 9.0)):
@@ -144,6 +154,14 @@ def tied_fe_and_ft(tmp_path, make_run, passes=True):
             }
             if passes or mode == "fe":
                 cost.update(epoch_instances=[120] * 3, epoch_encoder_trained=[mode == "ft"] * 3)
+            if head is not None:
+                params, runs_per = head if mode == "fe" else (770, "token")
+                cost.update(
+                    encoder_params=22_000_000,
+                    encoder_dense_params=10_000_000,
+                    total_params=22_000_000 + params,
+                    head_runs_per=runs_per,
+                )
             (run_dir / "cost.json").write_text(json.dumps(cost))
     return root
 
@@ -154,6 +172,29 @@ def test_cheapest_is_counted_in_encoder_passes_not_the_clock(tmp_path, make_run)
     [sentence] = notes(render_markdown(rendered), ANSWER_TITLE)
     assert "use fe (feature extraction) (the cheapest, in encoder passes, of the arms" in sentence
     assert "encoder passes 0 fwd+bwd, 360 fwd against ft 9.0 s/epoch" in sentence
+
+
+def test_cheapest_counts_the_head_where_the_runs_record_it(tmp_path, make_run):
+    """
+    A BCN-sized frozen head (21M parameters over every token): per instance and epoch it costs
+    3 x 21M / 10M = 6.3 encoder forward passes, 3 epochs x 120 instances x 6.3 = 2,268 on top of
+    its 360 cached passes, against ft's 3 x 360 = 1,080 fwd+bwd-as-forward: ft is the cheaper
+    arm, in compute. Where fe's head runs on one pooled vector (a run records no wordpieces to
+    weigh it by) the row is counted in encoder passes, as before: fe.
+    """
+    rendered = report(tied_fe_and_ft(tmp_path / "bcn", make_run, head=(21_000_000, "token")))
+    row = rendered.rows()[0]
+    assert cost_unit(row, ["fe", "ft"]) == BY_COMPUTE
+    assert choose_arm(row) == "ft"
+    [sentence] = notes(render_markdown(rendered), ANSWER_TITLE)
+    assert (
+        "use ft (fine-tuning) (the cheapest, in compute (encoder passes and the task " in sentence
+    )
+    assert "encoder passes 0 fwd+bwd, 360 fwd, compute 2.6k fwd" in sentence  # fe: 360 + 2,268
+    assert "encoder passes 360 fwd+bwd, 0 fwd, compute 1.1k fwd" in sentence  # ft: 1,080 + 0.03
+    light = report(tied_fe_and_ft(tmp_path / "linear", make_run, head=(1_538, "instance")))
+    assert cost_unit(light.rows()[0], ["fe", "ft"]) == BY_PASSES
+    assert choose_arm(light.rows()[0]) == "fe"
 
 
 def test_cheapest_falls_back_to_seconds_when_a_mode_has_no_passes(tmp_path, make_run):
