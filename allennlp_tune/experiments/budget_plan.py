@@ -13,8 +13,8 @@ what is left; the seed each mode's best trial will be kept as (`kept_trial`) is 
 again. The table and its `Estimated total` line are the grid's (`planning.render`); the
 total is an upper bound: pruned trials and early stopping end runs sooner. With `--sequential`
 the total trains every seed up to the cap, which only a comparison the looks cannot settle (nor
-stop as futile) reaches; a last line gives the total if the first look decides, so a user sees before the
-first trial the range the decision's cost can take.
+stop as futile) reaches; a last line gives the total if the first look decides, so a user sees
+before the first trial the range the decision's cost can take.
 """
 
 import math

@@ -41,7 +41,7 @@ fell from 3.8% to 3.4% (where the seeds dominate, 2.5 points on 500 examples: 4.
 15.5% against 17.1%. With a margin of 3 at a difference of 0, as many ties end "equivalent".
 """
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 from scipy import special
@@ -50,25 +50,17 @@ DEFAULT_FUTILITY = 0.1
 
 
 def conditional_power(
-    difference: Any,
-    data_variance: Any,
-    residual_variance: Any,
-    seed_variance_a: Any,
-    seeds_a: Any,
-    seed_variance_b: Any,
-    seeds_b: Any,
-    cap: int,
-    cap_bound: float,
-    margin: Optional[float] = None,
+    parts: Sequence[Any], cap: int, cap_bound: float, margin: Optional[float] = None
 ) -> np.ndarray:
     """
     Steps 1-3 of the module docstring for arrays of looks (broadcast together).
 
     # Parameters
 
-    difference, data_variance, residual_variance, seed_variance_a, seeds_a, seed_variance_b, seeds_b
-        As `sequential.look_interval`: `D`, `V_data`, `R_a + R_b`, each mode's sample variance
-        of its per-seed scores and its seeds.
+    parts : `Sequence[Any]`
+        A look's statistics in `sequential.look_interval`'s order (its arguments but the
+        bound): `D`, `V_data`, `R_a + R_b`, a's sample variance of its per-seed scores, a's
+        seeds, b's variance, b's seeds.
     cap : `int`
         Seeds per mode at the last planned look.
     cap_bound : `float`
@@ -82,10 +74,11 @@ def conditional_power(
         The chance, in [0, 1], that the cap says "better" (or, with a margin, "equivalent") if
         the true difference is `D`.
     """
+    difference, data_variance, residual_variance, var_a, seeds_a, var_b, seeds_b = parts
     seeds_a = np.asarray(seeds_a, dtype=np.float64)
     seeds_b = np.asarray(seeds_b, dtype=np.float64)
-    var_a = np.asarray(seed_variance_a, dtype=np.float64)
-    var_b = np.asarray(seed_variance_b, dtype=np.float64)
+    var_a = np.asarray(var_a, dtype=np.float64)
+    var_b = np.asarray(var_b, dtype=np.float64)
     floor = np.asarray(residual_variance, dtype=np.float64)
     examples = np.maximum(np.asarray(data_variance, dtype=np.float64) - floor, 0.0)
     now = np.maximum(examples + var_a / seeds_a + var_b / seeds_b, floor)

@@ -35,17 +35,18 @@ intervals from the test predictions.
 
 The answer first. Above the tables, one sentence per row with paired results (`answer_lines`):
 the arm to use (`choose_arm`: of the modes that no pair found worse than another, the cheapest
-in encoder passes, a fwd+bwd pass counted as three forward ones (mean seconds per epoch where a
-mode's runs predate the count), then trainable parameters; with `--margin M`, the cheapest of
-the modes whose interval against the best unbeaten mode stays above −M), its 95% intervals
-against the modes it was compared with, its cost (s/epoch, trainable parameters, encoder passes)
-against theirs, and whether the recipes were searched (every run's `tune_run.json` records a
-`search`; otherwise "recipes set by hand (...)", naming the recipe ext vars the runs were given,
-or "default recipes"). A mode whose best epoch (`metrics.json` `best_epoch`) was its last
-(`epoch`, after two epochs or more) in some run gets a warning: still improving, under-trained
-at its config's recipe (not searched for this task) or at one set by hand. A table whose rows have
-none of the paper's numbers (tasks or encoders that are not the paper's) leaves out the paper's
-columns, and the summary its citation.
+in compute, encoder passes (a fwd+bwd pass counted as three forward ones) plus the task
+network's flops (encoder passes alone where a head's cost is not recorded, mean seconds per
+epoch where a mode's runs predate the count), then trainable parameters; with `--margin M`, the
+cheapest of the modes whose interval against the best unbeaten mode stays above −M), its 95%
+intervals against the modes it was compared with, its cost (s/epoch, trainable parameters,
+encoder passes, compute) against theirs, and whether the recipes were searched (every run's
+`tune_run.json` records a `search`; otherwise "recipes set by hand (...)", naming the recipe ext
+vars the runs were given, or "default recipes"). A mode whose best epoch (`metrics.json`
+`best_epoch`) was its last (`epoch`, after two epochs or more) in some run gets a warning: still
+improving, under-trained at its config's recipe (not searched for this task) or at one set by
+hand. A table whose rows have none of the paper's numbers (tasks or encoders that are not the
+paper's) leaves out the paper's columns, and the summary its citation.
 
 Equal budgets. A results folder of `tune-compare --budget K` holds `budget.json`
 (`allennlp_tune.experiments.budget`): a table shows per mode its trials (complete / pruned /

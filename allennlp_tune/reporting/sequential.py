@@ -615,12 +615,11 @@ class SequentialComparison:
         )
         low, high, df, std_error = look_interval(*parts, bound)
         code = int(decide(low, high, self.margin, time >= 1.0 - 1e-9))
-        power = None
-        if time < 1.0 - 1e-9:  # the chance the cap decides, against its critical value
-            args = (*parts, self.plan.cap, self._cap_bound(time), self.margin)
-            power = float(conditional_power(*args))
-            if code == 0 and power < self.plan.futility:
-                code = 4
+        power = None  # before the cap: the chance that the cap decides (`futility`)
+        if time < 1.0 - 1e-9:
+            bound_at_cap = self._cap_bound(time)
+            power = float(conditional_power(parts, self.plan.cap, bound_at_cap, self.margin))
+            code = 4 if code == 0 and power < self.plan.futility else code
         within = self.margin is not None and bool(-self.margin < low and high < self.margin)
         look = Look(
             mode_a=self.names[0],

@@ -97,7 +97,7 @@ def run_looks(looks, bounds, margin=None, futility=0.0):
         code = decide(low, high, margin, last)
         if futility and not last:
             parts = (difference, data, residual, var_a, s, var_b, s)
-            power = conditional_power(*parts, cap, bounds[-1], margin)
+            power = conditional_power(parts, cap, bounds[-1], margin)
             code = np.where((code == 0) & (power < futility), 4, code)
         codes[active], used[active] = code[active], s
         active &= code == 0
@@ -394,7 +394,7 @@ def test_conditional_power_against_the_brownian_motion_it_models():
     bound = PLAN.boundaries()[-1]
     for difference in (0.2, 1.0, 1.8):
         power = float(
-            conditional_power(difference, 0.0, 0.0, sd**2, seeds, sd**2, seeds, cap, bound)
+            conditional_power((difference, 0.0, 0.0, sd**2, seeds, sd**2, seeds), cap, bound)
         )
         # The 4 seeds still to come, per mode, at the difference seen; the cap's D their mix.
         later = difference + rng.standard_normal(200_000) * sd * math.sqrt(2 / (cap - seeds))
@@ -402,8 +402,8 @@ def test_conditional_power_against_the_brownian_motion_it_models():
         expected = float((np.abs(at_cap) >= bound * sd * math.sqrt(2 / cap)).mean())
         assert power == pytest.approx(expected, abs=0.006), difference
     # No variance left to shrink (the dev set holds it all): the cap says what this look says.
-    assert conditional_power(0.5, 1.0, 0.0, 0.0, 3, 0.0, 3, 7, bound) == 0.0
-    assert conditional_power(2.5, 1.0, 0.0, 0.0, 3, 0.0, 3, 7, bound) == 1.0
+    assert conditional_power((0.5, 1.0, 0.0, 0.0, 3, 0.0, 3), 7, bound) == 0.0
+    assert conditional_power((2.5, 1.0, 0.0, 0.0, 3, 0.0, 3), 7, bound) == 1.0
 
 
 # The real path: predictions -> paired bootstrap -> Look ----------------------------------------
@@ -445,9 +445,8 @@ def test_closed_form_matches_the_bootstrap():
     assert look.low == pytest.approx(float(low[0]), abs=0.1 * (look.high - look.low))
     assert look.scores_a == pytest.approx(tuple(correct[0, :3].mean(-1) * 100))
     # The chance that the cap decides, from the same parts, against the planned cap's bound.
-    power = conditional_power(
-        difference, data, residual, var_a, s, var_b, s, 7, PLAN.boundaries()[-1]
-    )
+    parts = (difference, data, residual, var_a, s, var_b, s)
+    power = conditional_power(parts, 7, PLAN.boundaries()[-1])
     assert look.power == pytest.approx(float(power[0]), abs=0.05)
     assert (look.decision == FUTILE) == (look.decision != CONTINUE and look.power < 0.1)
 
