@@ -41,6 +41,7 @@ fell from 3.8% to 3.4% (where the seeds dominate, 2.5 points on 500 examples: 4.
 15.5% against 17.1%. With a margin of 3 at a difference of 0, as many ties end "equivalent".
 """
 
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -99,9 +100,16 @@ def conditional_power(
     return np.clip(np.where(spread > 0, power, fixed.astype(np.float64)), 0.0, 1.0)
 
 
+def chance_text(power: float) -> str:
+    """`a 1.7% chance`, rounded down (a chance under the rule's 10% never reads as 10%), and
+    `under a 0.1% chance` where that would read 0%."""
+    chance = math.floor(1000 * power) / 10
+    return f"a {chance:g}% chance" if chance > 0 else "under a 0.1% chance"
+
+
 def futile(power: Any, futility: float) -> np.ndarray:
     """Step 4: whether each look stops for futility (`futility` 0: never)."""
     return np.asarray(power, dtype=np.float64) < futility
 
 
-__all__ = ["DEFAULT_FUTILITY", "conditional_power", "futile"]
+__all__ = ["DEFAULT_FUTILITY", "chance_text", "conditional_power", "futile"]

@@ -114,7 +114,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from allennlp_tune.reporting import labels
-from allennlp_tune.reporting.futility import DEFAULT_FUTILITY, conditional_power
+from allennlp_tune.reporting.futility import DEFAULT_FUTILITY, chance_text, conditional_power
 from allennlp_tune.reporting.paired import compare_modes
 from allennlp_tune.reporting.predictions import Predictions, PredictionsLike, as_predictions
 
@@ -484,8 +484,7 @@ class Look:
         elif self.decision == EQUIVALENT:
             said = f"equivalent within {self.margin:g}"
         elif self.decision == FUTILE and self.power is not None:
-            chance = math.floor(1000 * self.power) / 10  # under the rule's share, as printed
-            said = f"{FUTILE} (a {chance:g}% chance that the seed cap decides)"
+            said = f"{FUTILE} ({chance_text(self.power)} that the seed cap decides)"
         else:
             said = self.decision
         if self.within_margin and self.decision in (A_BETTER, B_BETTER):

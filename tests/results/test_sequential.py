@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from allennlp_tune.reporting.futility import DEFAULT_FUTILITY, conditional_power
+from allennlp_tune.reporting.futility import DEFAULT_FUTILITY, chance_text, conditional_power
 from allennlp_tune.reporting.predictions import Predictions
 from allennlp_tune.reporting.sequential import (
     AT_CAP,
@@ -513,8 +513,8 @@ def test_a_tie_stops_as_futile_through_the_real_path():
     last = looks[-1]
     assert last.decision == FUTILE and last.stop and last.seeds_a < PLAN.cap, last.text()
     assert last.verdict == "undecided" and last.power < DEFAULT_FUTILITY
-    chance = math.floor(1000 * last.power) / 10
-    assert f"futile (a {chance:g}% chance that the seed cap decides)" in last.text()
+    assert f"futile ({chance_text(last.power)} that the seed cap decides)" in last.text()
+    assert chance_text(0.0996) == "a 9.9% chance" and chance_text(0.0004) == "under a 0.1% chance"
     assert all(look.decision == CONTINUE and look.power >= 0.1 for look in looks[:-1])
     off = SequentialPlan(looks=PLAN.looks, alpha=ALPHA, futility=0.0)
     again = replay(runs_a, runs_b, "accuracy", ("ft", "fe"), off, replicates=300)
