@@ -107,9 +107,4 @@ def chance_text(power: float) -> str:
     return f"a {chance:g}% chance" if chance > 0 else "under a 0.1% chance"
 
 
-def futile(power: Any, futility: float) -> np.ndarray:
-    """Step 4: whether each look stops for futility (`futility` 0: never)."""
-    return np.asarray(power, dtype=np.float64) < futility
-
-
-__all__ = ["DEFAULT_FUTILITY", "chance_text", "conditional_power", "futile"]
+__all__ = ["DEFAULT_FUTILITY", "chance_text", "conditional_power"]
