@@ -22,7 +22,7 @@ file is written. `run()` trains as the command does (resumable: a second `run()`
 what is missing) and returns the `Report` that `tune-report` prints (`render_markdown(report)`).
 """
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
@@ -151,18 +151,20 @@ class Comparison:
                 if getattr(self, name) is not None:
                     raise ConfigurationError(f"--{name} needs --sequential.")
             return None, list(self.seeds or DEFAULT_SEEDS)
-        futility = DEFAULT_FUTILITY if self.futility is None else self.futility
-        if not 0 <= futility < 1:
-            raise ConfigurationError(
-                f"--futility {futility:g}: a chance from 0 (never stop for futility) up to, not "
-                f"including, 1; the default is {DEFAULT_FUTILITY:g}."
-            )
         try:
-            plan = SequentialPlan(looks=tuple(self.looks or DEFAULT_LOOKS), futility=futility)
+            plan = SequentialPlan(looks=tuple(self.looks or DEFAULT_LOOKS))
         except ValueError as error:
             raise ConfigurationError(
                 f"--looks {' '.join(map(str, self.looks or ()))}: {error}."
             ) from None
+        if self.futility is not None:
+            try:  # the plan checks the chance: one rule, the flag's words
+                plan = replace(plan, futility=self.futility)
+            except ValueError as error:
+                raise ConfigurationError(
+                    f"--futility {self.futility:g}: {error}; 0 never stops for futility, the "
+                    f"default is {DEFAULT_FUTILITY:g}."
+                ) from None
         seeds = list(self.seeds or range(1, plan.cap + 1))
         if len(seeds) < plan.cap:
             raise ConfigurationError(
