@@ -245,9 +245,10 @@ def cost_unit(row: Row, modes: List[str]) -> str:
 def _cost_key(
     row: Row, mode: str, unit: str = BY_SECONDS
 ) -> Tuple[float, float, Tuple[int, int, int, str]]:
-    """Cheapest first: the `unit`'s cost (encoder passes as forward equivalents per run, or mean
-    seconds per epoch), then trainable parameters (which orders LoRA and BitFit, whose passes
-    equal ft's, below ft), then the report's order of modes (`mode_order`)."""
+    """Cheapest first: the `unit`'s cost per run (compute: encoder passes with the task network's
+    flops added, as forward equivalents; encoder passes alone; or mean seconds per epoch), then
+    trainable parameters (which orders LoRA and BitFit, whose passes equal ft's, below ft), then
+    the report's order of modes (`mode_order`)."""
     cell = row.cells[mode]
     if unit == BY_COMPUTE:
         cost = _compute(row, mode)
