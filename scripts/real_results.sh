@@ -252,10 +252,11 @@ blocks() {
 
 decision() {
   # docs/results/NOTEBOOK.md sections 16 and 17: tune-compare --budget 3 --sequential as a user
-  # runs it, each
-  # mode's recipe searched (3 trials, the config's own first), then seeds in looks of 3 and 5
-  # until the verdict is known (or stops as futile; DECISION_MODES="fe ft lora": issue 72's
-  # "Decision cost" runs, RESULTS.md). cola_user is CoLA exported as a user's CSV with yes / no labels
+  # runs it, each mode's recipe searched (3 trials, the config's own first), then seeds in looks
+  # of 3 and 5 until the verdict is known (or stops as futile). DECISION_MODES="fe ft lora":
+  # issue 72's "Decision cost" runs (RESULTS.md); DECISION_PRUNER=halving: the searches by
+  # successive halving over epochs instead of the median pruner, in a folder of their own.
+  # cola_user is CoLA exported as a user's CSV with yes / no labels
   # (scripts/export_user_tasks.py): a task no shipped recipe was tuned on. Resumable per run.
   $BIN/python scripts/export_user_tasks.py "$RUNS/user_tasks" --data-dir "$DATA"
   local task spec seeds=()
@@ -266,7 +267,8 @@ decision() {
     [ "$task" = cola_user ] && spec="$RUNS/user_tasks/cola_table/task.json"
     # shellcheck disable=SC2086
     $BIN/allennlp tune-compare "$spec" --encoder "$MINILM" --modes ${DECISION_MODES:-fe ft} \
-      --budget 3 --sequential --looks 3 5 --results-dir "$RUNS/budget/$task" --no-progress \
+      --budget 3 --sequential --looks 3 5 --pruner "${DECISION_PRUNER:-median}" \
+      --results-dir "$RUNS/budget${DECISION_PRUNER:+_$DECISION_PRUNER}/$task" --no-progress \
       ${seeds[@]:+"${seeds[@]}"}
   done
 }
