@@ -159,8 +159,9 @@ def add_budget_arguments(subparser: argparse.ArgumentParser) -> None:
         "median of the finished trials at the same epoch, from epoch 2. halving: successive "
         "halving over epochs (multi-fidelity): at epochs 2, 4 and 10 a trial goes on only in "
         "the best third of the trials that got there (with fewer than three there, only as the "
-        "best, and the first always), so it stops most trials from a budget of about 9 and few "
-        "of 3; with --budget-unit compute what they did not train buys more trials",
+        "best, and the first always), so of 3 trials it stops at most two and most trials only "
+        "from a budget of about 9; with --budget-unit compute what they did not train buys more "
+        "trials",
     )
     subparser.add_argument(
         "--space",

@@ -101,10 +101,10 @@ PRUNER_SAID = (
 # 10 (its step is the 0-based epoch: `HALVING_MIN_EPOCHS` x `HALVING_FACTOR` ** rung, from
 # step 1), where a trial goes on only when it is in the best 1/`HALVING_FACTOR` of the trials
 # that reached that rung (with fewer than `HALVING_FACTOR` there, only as the best; the first to
-# reach a rung always goes on). From a budget of about `HALVING_FACTOR` ** 2 trials most stop
-# after two epochs; at 3 it stops few (SICK-E, fe ft lora, K = 3: the same one trial the median
-# pruner stopped, docs/results/NOTEBOOK.md section 20). With `--budget-unit compute` what the
-# stopped trials did not train buys more trials.
+# reach a rung always goes on). Of 3 trials it stops at most two (SICK-E, fe ft lora, K = 3: the
+# same one trial the median pruner stopped, docs/results/NOTEBOOK.md section 20); most stop after
+# two epochs only from a budget of about `HALVING_FACTOR` ** 2. With `--budget-unit compute` what
+# the stopped trials did not train buys more trials.
 HALVING_MIN_EPOCHS = 1
 HALVING_FACTOR = 3
 PRUNERS = {
